@@ -1,0 +1,7 @@
+"""fedeval: private federated evaluation and calibration of classifiers."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

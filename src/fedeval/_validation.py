@@ -1,0 +1,123 @@
+"""Validation helpers used at public boundaries (DESIGN.md convention 5).
+
+They raise ``ValueError``/``TypeError`` that name the bad value and the allowed
+range. Internal code trusts validated inputs and never re-validates.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "check_binary_labels",
+    "check_delta",
+    "check_epsilon",
+    "check_int_at_least",
+    "check_positive",
+    "check_probability",
+    "check_scores",
+]
+
+
+def check_epsilon(epsilon: Any, *, name: str = "epsilon") -> float:
+    """A finite privacy parameter ε > 0."""
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a positive number, got {epsilon!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    return value
+
+
+def check_delta(delta: Any, *, name: str = "delta") -> float:
+    """δ in the open interval (0, 1)."""
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number in (0, 1), got {delta!r}") from None
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {delta!r}")
+    return value
+
+
+def check_positive(value: Any, *, name: str) -> float:
+    """A finite real number > 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return v
+
+
+def check_probability(
+    value: Any, *, name: str, open_low: bool = True, open_high: bool = False
+) -> float:
+    """A number in (0, 1] by default (interval ends selectable)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number in [0, 1], got {value!r}") from None
+    low_ok = v > 0 if open_low else v >= 0
+    high_ok = v < 1 if open_high else v <= 1
+    if not (math.isfinite(v) and low_ok and high_ok):
+        lo = "(" if open_low else "["
+        hi = ")" if open_high else "]"
+        raise ValueError(f"{name} must lie in {lo}0, 1{hi}, got {value!r}")
+    return v
+
+
+def check_int_at_least(value: Any, minimum: int, *, name: str) -> int:
+    """An integer ≥ ``minimum`` (bools rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_scores(
+    scores: Any, *, score_range: tuple[float, float] = (0.0, 1.0), name: str = "scores"
+) -> NDArray[np.float64]:
+    """A 1-D array of finite scores inside the closed ``score_range``."""
+    arr = np.asarray(scores)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"{name} contains NaN or inf (first at index {bad}: {arr[bad]})")
+    lo, hi = score_range
+    outside = (arr < lo) | (arr > hi)
+    if outside.any():
+        bad = int(np.flatnonzero(outside)[0])
+        raise ValueError(
+            f"{name} must lie in score_range [{lo}, {hi}]; index {bad} has {arr[bad]!r}. "
+            "Pass score_range=(low, high) for another domain."
+        )
+    return arr
+
+
+def check_binary_labels(labels: Any, *, name: str = "labels") -> NDArray[np.int8]:
+    """A 1-D array of 0/1 labels (bool accepted)."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    if arr.dtype.kind == "b":
+        return arr.astype(np.int8)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be 0/1 integers or booleans, got dtype {arr.dtype}")
+    ok = (arr == 0) | (arr == 1)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"{name} must be 0 or 1; index {bad} has {arr[bad]!r}")
+    return arr.astype(np.int8)

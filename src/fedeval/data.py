@@ -1,0 +1,429 @@
+"""Federated data: who holds which examples.
+
+A :class:`Federation` is columnar: one array of scores, one of labels, and one of
+client indices, stored **grouped by client** so that every client's examples are
+a contiguous slice. :meth:`Federation.client` therefore returns views, never
+copies, and the fast aggregation path can work on the whole arrays at once.
+
+Score domains
+-------------
+*Binary* tasks have one score per example in a stated closed interval
+``score_range`` (default ``(0, 1)``); scores outside it are an error, never
+clipped. *Multiclass* tasks have an ``(n, c)`` array, declared either as
+``"probabilities"`` (rows in [0, 1] summing to 1) or ``"logits"`` (any finite
+reals).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from fedeval._validation import check_binary_labels, check_scores
+
+__all__ = ["ClientView", "Federation", "ScoreKind", "read"]
+
+ScoreKind = Literal["binary", "probabilities", "logits"]
+
+_PROBA_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class ClientView:
+    """One client's examples: views into the federation's arrays (no copies).
+
+    Attributes
+    ----------
+    client_id : hashable
+        The client's identifier as given by the user.
+    scores : ndarray, shape (n_i,) or (n_i, c)
+    labels : ndarray of int64, shape (n_i,)
+    """
+
+    client_id: Hashable
+    scores: NDArray[np.float64]
+    labels: NDArray[np.int64]
+
+    @property
+    def n_examples(self) -> int:
+        return int(self.labels.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class Federation:
+    """Scores and labels spread over clients.
+
+    Build one with :meth:`from_arrays`, :meth:`from_frame`, :func:`read` or a
+    partitioner from :mod:`fedeval.partition`; the constructor itself trusts its
+    inputs.
+
+    Attributes
+    ----------
+    scores : ndarray of float64, shape (n,) or (n, c)
+        Grouped by client (client 0's examples first).
+    labels : ndarray of int64, shape (n,)
+        0/1 for binary tasks, 0..c-1 for multiclass.
+    offsets : ndarray of int64, shape (n_clients + 1,)
+        Client ``i`` holds rows ``offsets[i]:offsets[i + 1]``.
+    client_ids : ndarray, shape (n_clients,)
+        The user's client identifiers, in storage order.
+    kind : {"binary", "probabilities", "logits"}
+    score_range : (float, float)
+        The public score domain of binary tasks; ``(0, 1)`` for probabilities.
+    """
+
+    scores: NDArray[np.float64]
+    labels: NDArray[np.int64]
+    offsets: NDArray[np.int64]
+    client_ids: NDArray[Any]
+    kind: ScoreKind = "binary"
+    score_range: tuple[float, float] = (0.0, 1.0)
+    _client_index: NDArray[np.int64] | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_arrays(
+        cls,
+        scores: Any,
+        labels: Any,
+        clients: Any = None,
+        *,
+        kind: ScoreKind | Literal["auto"] = "auto",
+        score_range: tuple[float, float] = (0.0, 1.0),
+    ) -> Federation:
+        """Build a federation from arrays.
+
+        Parameters
+        ----------
+        scores : array-like, shape (n,) or (n, c)
+            Binary scores in ``score_range``, or multiclass probabilities/logits.
+        labels : array-like, shape (n,)
+            0/1 (binary) or class indices 0..c-1 (multiclass).
+        clients : array-like, shape (n,), optional
+            The client holding each example. None means one example per client
+            (the papers' default setting).
+        kind : {"auto", "binary", "probabilities", "logits"}
+            "auto" is "binary" for 1-D scores and "probabilities" for 2-D scores.
+        score_range : (float, float)
+            Closed public domain of binary scores.
+
+        Raises
+        ------
+        ValueError
+            Empty input, NaN/inf scores, scores outside the domain, labels out of
+            range, mismatched lengths, probabilities not summing to 1.
+        TypeError
+            Non-numeric scores or labels.
+        """
+        scores_arr, labels_arr, kind_ = _validate_task(scores, labels, kind, score_range)
+        n = labels_arr.shape[0]
+        if clients is None:
+            offsets = np.arange(n + 1, dtype=np.int64)
+            ids: NDArray[Any] = np.arange(n, dtype=np.int64)
+            return cls(scores_arr, labels_arr, offsets, ids, kind_, _range_of(kind_, score_range))
+        client_arr = np.asarray(clients)
+        if client_arr.shape != (n,):
+            raise ValueError(
+                f"clients must have one entry per example: got shape {client_arr.shape}, expected ({n},)"
+            )
+        if client_arr.dtype.kind == "f" and not np.isfinite(client_arr).all():
+            raise ValueError("clients contains NaN or inf")
+        if client_arr.dtype == object and pd.isna(client_arr).any():
+            raise ValueError("clients contains missing values")
+        ids, inverse = np.unique(client_arr, return_inverse=True)
+        return cls._grouped(
+            scores_arr, labels_arr, inverse.astype(np.int64), ids, kind_, score_range
+        )
+
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        *,
+        score: str | Sequence[str] = "score",
+        label: str = "label",
+        client: str | None = None,
+        kind: ScoreKind | Literal["auto"] = "auto",
+        score_range: tuple[float, float] = (0.0, 1.0),
+    ) -> Federation:
+        """Build a federation from a pandas DataFrame.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+        score : str or sequence of str
+            One column (binary) or one column per class (multiclass).
+        label, client : str
+            Column names; ``client=None`` means one example per row/client.
+
+        Raises
+        ------
+        ValueError
+            A named column is missing (the message lists the available ones),
+            or the frame is empty.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+        score_cols = [score] if isinstance(score, str) else list(score)
+        wanted = [*score_cols, label] + ([client] if client is not None else [])
+        missing = [c for c in wanted if c not in df.columns]
+        if missing:
+            raise ValueError(
+                f"column(s) {missing} not found; available columns: {list(map(str, df.columns))}"
+            )
+        if len(df) == 0:
+            raise ValueError("the data frame has no rows")
+        s = df[score_cols[0]].to_numpy() if isinstance(score, str) else df[score_cols].to_numpy()
+        clients = None if client is None else df[client].to_numpy()
+        return cls.from_arrays(s, df[label].to_numpy(), clients, kind=kind, score_range=score_range)
+
+    @classmethod
+    def from_clients(
+        cls,
+        per_client: Sequence[tuple[Any, Any]],
+        *,
+        kind: ScoreKind | Literal["auto"] = "auto",
+        score_range: tuple[float, float] = (0.0, 1.0),
+    ) -> Federation:
+        """Build a federation from a list of ``(scores, labels)`` pairs, one per client.
+
+        Raises
+        ------
+        ValueError
+            If any client holds no examples.
+        """
+        if len(per_client) == 0:
+            raise ValueError("per_client is empty: a federation needs at least one client")
+        sizes = []
+        for i, (_s, y) in enumerate(per_client):
+            n_i = len(np.asarray(y))
+            if n_i == 0:
+                raise ValueError(f"client {i} holds no examples; drop it or give it data")
+            sizes.append(n_i)
+        scores = np.concatenate([np.asarray(s, dtype=np.float64) for s, _ in per_client])
+        labels = np.concatenate([np.asarray(y) for _, y in per_client])
+        clients = np.repeat(np.arange(len(per_client)), sizes)
+        return cls.from_arrays(scores, labels, clients, kind=kind, score_range=score_range)
+
+    @classmethod
+    def _grouped(
+        cls,
+        scores: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        client_index: NDArray[np.int64],
+        ids: NDArray[Any],
+        kind: ScoreKind,
+        score_range: tuple[float, float],
+    ) -> Federation:
+        """Store examples grouped by dense client index (one stable sort, if needed)."""
+        if client_index.size > 1 and np.any(client_index[1:] < client_index[:-1]):
+            order = np.argsort(client_index, kind="stable")
+            scores, labels, client_index = scores[order], labels[order], client_index[order]
+        counts = np.bincount(client_index, minlength=ids.shape[0])
+        offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        return cls(scores, labels, offsets, ids, kind, _range_of(kind, score_range), client_index)
+
+    # ----------------------------------------------------------------- accessors
+    @property
+    def n_examples(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def n_clients(self) -> int:
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def n_classes(self) -> int:
+        return 2 if self.kind == "binary" else int(self.scores.shape[1])
+
+    @property
+    def client_sizes(self) -> NDArray[np.int64]:
+        """Number of examples held by each client."""
+        return np.diff(self.offsets)
+
+    @property
+    def client_index(self) -> NDArray[np.int64]:
+        """Dense client index (0..n_clients-1) of every stored example."""
+        if self._client_index is not None:
+            return self._client_index
+        idx = np.repeat(np.arange(self.n_clients, dtype=np.int64), self.client_sizes)
+        object.__setattr__(self, "_client_index", idx)  # cache of a pure function of offsets
+        return idx
+
+    def client(self, i: int) -> ClientView:
+        """The ``i``-th client's examples as views (0 <= i < n_clients)."""
+        if not 0 <= i < self.n_clients:
+            raise IndexError(f"client index {i} out of range [0, {self.n_clients})")
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        return ClientView(self.client_ids[i], self.scores[a:b], self.labels[a:b])
+
+    def clients(self) -> Iterator[ClientView]:
+        """Iterate over all clients' views, in storage order."""
+        for i in range(self.n_clients):
+            yield self.client(i)
+
+    def subset(self, client_indices: Any) -> Federation:
+        """A federation of the given clients only (copies their rows)."""
+        idx = np.asarray(client_indices, dtype=np.int64)
+        if idx.ndim != 1 or idx.size == 0:
+            raise ValueError("client_indices must be a non-empty 1-D array of client indices")
+        if idx.min() < 0 or idx.max() >= self.n_clients:
+            raise ValueError(f"client indices must lie in [0, {self.n_clients})")
+        sizes = self.client_sizes[idx]
+        starts = self.offsets[idx]
+        rows = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes) + np.arange(
+            sizes.sum()
+        )
+        offsets = np.zeros(idx.size + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return Federation(
+            self.scores[rows],
+            self.labels[rows],
+            offsets,
+            self.client_ids[idx],
+            self.kind,
+            self.score_range,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Federation(kind={self.kind!r}, n_examples={self.n_examples}, "
+            f"n_clients={self.n_clients}, n_classes={self.n_classes}, score_range={self.score_range})"
+        )
+
+
+def read(
+    path: str | Path,
+    *,
+    score: str | Sequence[str] = "score",
+    label: str = "label",
+    client: str | None = None,
+    kind: ScoreKind | Literal["auto"] = "auto",
+    score_range: tuple[float, float] = (0.0, 1.0),
+) -> Federation:
+    """Read a CSV or Parquet file into a :class:`Federation`.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.csv`` (optionally ``.csv.gz``) or ``.parquet``/``.pq`` file.
+    score, label, client, kind, score_range
+        As in :meth:`Federation.from_frame`. Only the named columns are read.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ValueError
+        Unknown extension, unreadable/malformed file, empty file, missing column.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no such file: {p}")
+    suffixes = "".join(p.suffixes).lower()
+    score_cols = [score] if isinstance(score, str) else list(score)
+    columns = [*score_cols, label] + ([client] if client is not None else [])
+    try:
+        if suffixes.endswith((".parquet", ".pq")):
+            import pyarrow.parquet as pq
+
+            available = pq.read_schema(p).names
+            _check_columns(columns, available, p)
+            df = pq.read_table(p, columns=columns).to_pandas()
+        elif suffixes.endswith((".csv", ".csv.gz")):
+            header = pd.read_csv(p, nrows=0)
+            _check_columns(columns, list(header.columns), p)
+            df = pd.read_csv(p, usecols=columns)
+        else:
+            raise ValueError(f"unsupported file type {p.suffix!r}: use .csv, .csv.gz or .parquet")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{p} is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{p} is not a readable CSV file: {exc}") from None
+    except OSError as exc:
+        raise ValueError(f"{p} could not be read: {exc}") from None
+    if len(df) == 0:
+        raise ValueError(f"{p} has a header but no rows")
+    return Federation.from_frame(
+        df, score=score, label=label, client=client, kind=kind, score_range=score_range
+    )
+
+
+# ---------------------------------------------------------------------- helpers
+def _check_columns(columns: list[str], available: list[str], path: Path) -> None:
+    missing = [c for c in columns if c not in available]
+    if missing:
+        raise ValueError(f"column(s) {missing} not found in {path}; available columns: {available}")
+
+
+def _range_of(kind: ScoreKind, score_range: tuple[float, float]) -> tuple[float, float]:
+    return (float(score_range[0]), float(score_range[1])) if kind == "binary" else (0.0, 1.0)
+
+
+def _validate_task(
+    scores: Any,
+    labels: Any,
+    kind: ScoreKind | Literal["auto"],
+    score_range: tuple[float, float],
+) -> tuple[NDArray[np.float64], NDArray[np.int64], ScoreKind]:
+    s = np.asarray(scores)
+    if kind not in ("auto", "binary", "probabilities", "logits"):
+        raise ValueError(
+            f"kind must be 'auto', 'binary', 'probabilities' or 'logits', got {kind!r}"
+        )
+    if s.size == 0:
+        raise ValueError("scores is empty: a federation needs at least one example")
+    if kind == "auto":
+        kind = "binary" if s.ndim == 1 else "probabilities"
+    y_raw = np.asarray(labels)
+    if y_raw.ndim != 1:
+        raise ValueError(f"labels must be 1-dimensional, got shape {y_raw.shape}")
+    if y_raw.shape[0] != s.shape[0]:
+        raise ValueError(
+            f"scores and labels disagree in length: {s.shape[0]} scores, {y_raw.shape[0]} labels"
+        )
+    if kind == "binary":
+        lo, hi = score_range
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"score_range must be finite with low < high, got {score_range!r}")
+        s64 = check_scores(s, score_range=(float(lo), float(hi)))
+        y = check_binary_labels(y_raw).astype(np.int64)
+        return s64, y, "binary"
+    # multiclass
+    if s.ndim != 2 or s.shape[1] < 2:
+        raise ValueError(f"multiclass scores must have shape (n, c) with c >= 2, got {s.shape}")
+    if s.dtype.kind not in "fiu":
+        raise TypeError(f"scores must be numeric, got dtype {s.dtype}")
+    s64 = s.astype(np.float64, copy=False)
+    if not np.isfinite(s64).all():
+        row = int(np.flatnonzero(~np.isfinite(s64).all(axis=1))[0])
+        raise ValueError(f"{kind} contain NaN or inf (first at row {row})")
+    if kind == "probabilities":
+        if (s64 < 0).any() or (s64 > 1).any():
+            raise ValueError("probabilities must lie in [0, 1]; pass kind='logits' for logits")
+        err = np.abs(s64.sum(axis=1) - 1.0)
+        if (err > _PROBA_TOLERANCE).any():
+            row = int(np.argmax(err))
+            raise ValueError(
+                f"probability rows must sum to 1 (row {row} sums to {s64[row].sum():.6g}); "
+                "pass kind='logits' for unnormalised scores"
+            )
+    if y_raw.dtype.kind == "f":
+        if not (np.isfinite(y_raw).all() and np.all(y_raw == np.round(y_raw))):
+            raise ValueError("multiclass labels must be integers 0..c-1")
+    elif y_raw.dtype.kind not in "iu":
+        raise TypeError(f"labels must be integers, got dtype {y_raw.dtype}")
+    y = y_raw.astype(np.int64)
+    c = s64.shape[1]
+    bad = (y < 0) | (y >= c)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"labels must lie in 0..{c - 1}; index {i} has {y_raw[i]!r}")
+    return s64, y, kind
