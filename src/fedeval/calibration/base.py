@@ -1,0 +1,100 @@
+"""Calibrators: maps from raw scores/logits to calibrated probabilities.
+
+A calibrator is learned by a federated procedure (server side, from released
+aggregates) and then shipped to clients, so every calibrator
+
+* is a frozen dataclass holding only public, released parameters;
+* has ``predict_proba(scores_or_logits)``;
+* serialises to JSON (:meth:`Calibrator.to_json`) and back
+  (:func:`calibrator_from_json`), so the server can send the map to clients.
+
+Subclasses register themselves with :func:`register` under a stable ``kind``
+string that goes into the JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Calibrator", "calibrator_from_json", "register"]
+
+_REGISTRY: dict[str, type[Calibrator]] = {}
+
+C = TypeVar("C", bound="type[Calibrator]")
+
+
+def register(cls: C) -> C:
+    """Class decorator: make a calibrator loadable from JSON by its ``kind``."""
+    kind = cls.kind
+    if kind in _REGISTRY and _REGISTRY[kind] is not cls:
+        raise ValueError(f"calibrator kind {kind!r} registered twice")
+    _REGISTRY[kind] = cls
+    return cls
+
+
+@dataclass(frozen=True)
+class Calibrator(ABC):
+    """Base class of all calibrators.
+
+    Subclasses are frozen dataclasses whose fields are JSON-able: floats, ints,
+    strings, lists, dicts, and numpy arrays (stored as nested lists and restored
+    as float64 arrays; declare such fields with type ``NDArray`` and list their
+    names in ``array_fields``).
+    """
+
+    kind: ClassVar[str] = "abstract"
+    array_fields: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def predict_proba(self, scores: Any) -> NDArray[np.float64]:
+        """Calibrated probabilities.
+
+        Binary calibrators take scores of shape (n,) and return P(y = 1), shape
+        (n,). Multiclass calibrators take (n, c) logits or probabilities and
+        return (n, c) rows summing to 1.
+        """
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = value.tolist() if isinstance(value, np.ndarray) else value
+        return out
+
+    def to_json(self) -> str:
+        """JSON text that :func:`calibrator_from_json` turns back into an equal calibrator."""
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Calibrator:
+        kwargs = {k: v for k, v in data.items() if k != "kind"}
+        for name in cls.array_fields:
+            if kwargs.get(name) is not None:
+                kwargs[name] = np.asarray(kwargs[name], dtype=np.float64)
+        return cls(**kwargs)
+
+
+def calibrator_from_json(text: str) -> Calibrator:
+    """Load a calibrator written by :meth:`Calibrator.to_json`.
+
+    Raises
+    ------
+    ValueError
+        Malformed JSON or an unknown calibrator kind.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not a calibrator JSON document: {exc}") from None
+    if not isinstance(data, dict) or "kind" not in data:
+        raise ValueError("calibrator JSON must be an object with a 'kind' field")
+    kind = data["kind"]
+    if kind not in _REGISTRY:
+        raise ValueError(f"unknown calibrator kind {kind!r}; known: {sorted(_REGISTRY)}")
+    return _REGISTRY[kind].from_dict(data)
