@@ -393,7 +393,9 @@ class HierarchicalHistogram:
             cnt = levels[k][children]
             cum = np.cumsum(cnt, axis=1)
             # first child whose cumulative count reaches the residual target
-            pick = np.minimum((cum < residual[:, None] - 1e-12).sum(axis=1), b - 1)
+            # (a zero target skips empty children, so q=0 is the first occupied leaf)
+            below = np.where(residual[:, None] > 0, cum < residual[:, None] * (1 - 1e-12), cum <= 0)
+            pick = np.minimum(below.sum(axis=1), b - 1)
             before = np.where(
                 pick > 0, np.take_along_axis(cum, (pick - 1)[:, None], axis=1)[:, 0], 0.0
             )
@@ -416,6 +418,47 @@ class HierarchicalHistogram:
         lo, hi = self.spec.score_range
         inner = self.quantiles(np.arange(1, nb) / nb, cls=cls)
         return np.concatenate(([lo], np.maximum.accumulate(inner), [hi]))
+
+    def leaf_query_variance(self, weights: Any, cls: int) -> NDArray[np.float64]:
+        """Exact noise variance of linear queries ``weights @ leaves[cls]``.
+
+        Parameters
+        ----------
+        weights : array-like, shape (m, n_leaves) or (n_leaves,)
+            Leaf weights of m linear queries on one class (e.g. the linearised
+            ratio of a delta-method standard error).
+        cls : int
+
+        Returns
+        -------
+        ndarray of float64, shape (m,)
+            On a consistent tree, propagated exactly through the consistency
+            map; on a raw tree, over the minimal node set.
+        """
+        w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        if w.shape[1] != self.spec.n_leaves:
+            raise ValueError(f"weights must have {self.spec.n_leaves} columns, got {w.shape[1]}")
+        c = self._check_cls(cls)
+        if self.consistent_:
+            return self._consistent_query_variance(w, c)
+        return self._raw_query_variance(w, c)
+
+    def perturbed(self, rng: np.random.Generator) -> HierarchicalHistogram:
+        """A parametric-bootstrap replicate: this tree's leaves as the truth, fresh noise.
+
+        The exact level counts implied by the (consistent) leaves get new
+        Gaussian noise with each node's known variance, and consistency is
+        applied again if it was applied here. Post-processing of released
+        values only: no privacy cost. The normal approximation to the discrete
+        noise is stated wherever bootstrap errors are reported.
+        """
+        truth = self.spec.levels_from_leaves(self.levels[-1])
+        noisy = tuple(
+            t + rng.standard_normal(t.shape) * np.sqrt(v)
+            for t, v in zip(truth, self.node_variance, strict=True)
+        )
+        raw = replace(self, levels=noisy, consistent_=False, _level_weights=None)
+        return raw.consistent() if self.consistent_ else raw
 
     # --------------------------------------------------------------- internal
     def _check_cls(self, cls: int) -> int:
@@ -775,9 +818,14 @@ def _release_ldp(
     for k in range(h):
         scale = fed.n_clients / max(int(m_k[k]), 1)
         est = rel.estimates[k].reshape(spec.n_classes, -1)
-        noise_var = oracles[k].count_variance(
-            np.clip(rel.estimates[k], 0, None), int(rel.n_reports[k])
-        )
+        # The exact variance depends on the unknown true counts; plug in the
+        # estimate, rounded and clamped to what the group can hold.
+        plug_in = np.clip(rel.estimates[k], 0, None)
+        n_k = int(rel.n_reports[k])
+        if plug_in.sum() > n_k:  # one-hot reports: true counts sum to at most n_k
+            plug_in *= n_k / plug_in.sum()
+        plug_in = np.floor(plug_in).astype(np.int64)
+        noise_var = oracles[k].count_variance(plug_in, int(rel.n_reports[k]))
         samp = _sampling_variance(
             np.clip(est * scale, 0, None), int(m_k[k]), fed.n_clients, fed.n_examples
         )
