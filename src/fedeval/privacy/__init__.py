@@ -1,0 +1,43 @@
+"""Differential-privacy mechanisms, their guarantees, and accounting maths.
+
+One module per mechanism; each exposes a sampler, its variance and its
+:class:`Guarantee` (DESIGN.md convention 3).
+"""
+
+from __future__ import annotations
+
+from fedeval.privacy.accounting import (
+    basic_composition,
+    calibrate_noise_multiplier,
+    gaussian_rounds_epsilon,
+    rdp_to_approx_dp,
+    zcdp_to_approx_dp,
+)
+from fedeval.privacy.gaussian import DiscreteGaussian, Gaussian
+from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
+from fedeval.privacy.laplace import DiscreteLaplace, Laplace
+from fedeval.privacy.polya import PolyaShares, polya_difference_epsilon
+from fedeval.privacy.randomized_response import RandomizedResponse
+from fedeval.privacy.skellam import SkellamShares, skellam_epsilon, skellam_rdp
+from fedeval.privacy.unary_encoding import OptimalUnaryEncoding
+
+__all__ = [
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Gaussian",
+    "Guarantee",
+    "Laplace",
+    "OptimalUnaryEncoding",
+    "PolyaShares",
+    "PrivacyUnit",
+    "RandomizedResponse",
+    "SkellamShares",
+    "basic_composition",
+    "calibrate_noise_multiplier",
+    "gaussian_rounds_epsilon",
+    "polya_difference_epsilon",
+    "rdp_to_approx_dp",
+    "skellam_epsilon",
+    "skellam_rdp",
+    "zcdp_to_approx_dp",
+]

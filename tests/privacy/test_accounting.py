@@ -1,0 +1,85 @@
+"""Composition and conversion maths against dp-accounting."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from fedeval.privacy import (
+    Guarantee,
+    basic_composition,
+    calibrate_noise_multiplier,
+    gaussian_rounds_epsilon,
+    rdp_to_approx_dp,
+    zcdp_to_approx_dp,
+)
+
+
+def test_basic_composition() -> None:
+    g = Guarantee(0.5, 1e-6, "example", "x")
+    eps, delta = basic_composition([(1.0, 0.0), (0.25, 1e-5), g])
+    assert eps == pytest.approx(1.75)
+    assert delta == pytest.approx(1.1e-5)
+    assert basic_composition([]) == (0.0, 0.0)
+    assert basic_composition([(1.0, 0.7), (1.0, 0.7)])[1] == 1.0
+    with pytest.raises(ValueError, match="epsilon"):
+        basic_composition([(float("nan"), 0.0)])
+    with pytest.raises(ValueError, match="delta"):
+        basic_composition([(1.0, 1.5)])
+    with pytest.raises(TypeError):
+        basic_composition([1.0])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("rho", [1e-4, 0.05, 0.5, 3.0])
+def test_zcdp_conversion(rho) -> None:
+    delta = 1e-6
+    eps = zcdp_to_approx_dp(rho, delta)
+    classic = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    assert 0 < eps <= classic
+    # dp-accounting's RDP accountant applies the same conversion on a grid of orders.
+    orders = list(np.linspace(1.01, 20, 2000)) + list(np.linspace(20, 20000, 4000))
+    acc = dp_accounting.rdp.RdpAccountant(orders)
+    acc.compose(dp_accounting.ZCDpEvent(rho))
+    reference = acc.get_epsilon(delta)
+    assert eps <= reference + 1e-12
+    assert eps == pytest.approx(reference, rel=1e-3)
+    assert zcdp_to_approx_dp(0.0, delta) == 0.0
+
+
+def test_rdp_to_approx_dp_delegates() -> None:
+    orders = [2.0, 4.0, 8.0, 16.0]
+    rdp = [0.1, 0.2, 0.4, 0.8]
+    expected, _ = dp_accounting.rdp.compute_epsilon(orders, rdp, 1e-5)
+    assert rdp_to_approx_dp(orders, rdp, 1e-5) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("z", "rounds", "q"), [(1.1, 100, 0.01), (0.8, 10, 1.0)])
+def test_gaussian_rounds_epsilon_matches_dp_accounting(z, rounds, q) -> None:
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), rounds
+    )
+    acc = dp_accounting.rdp.RdpAccountant()
+    acc.compose(event)
+    assert gaussian_rounds_epsilon(z, rounds, q, 1e-5) == pytest.approx(acc.get_epsilon(1e-5))
+
+
+def test_calibrate_noise_multiplier() -> None:
+    z = calibrate_noise_multiplier(2.0, 1e-5, 50, 0.05)
+    assert gaussian_rounds_epsilon(z, 50, 0.05, 1e-5) <= 2.0
+    assert gaussian_rounds_epsilon(z * (1 - 1e-4), 50, 0.05, 1e-5) > 2.0
+
+
+def test_accounting_bad_inputs() -> None:
+    with pytest.raises(ValueError, match="sampling_rate"):
+        gaussian_rounds_epsilon(1.0, 10, 0.0, 1e-5)
+    with pytest.raises(ValueError, match="rounds"):
+        gaussian_rounds_epsilon(1.0, 0, 0.5, 1e-5)
+    with pytest.raises(ValueError, match="delta"):
+        gaussian_rounds_epsilon(1.0, 10, 0.5, 1.0)
+    with pytest.raises(ValueError, match="rho"):
+        zcdp_to_approx_dp(-1.0, 1e-5)
+    with pytest.raises(ValueError, match="epsilon"):
+        calibrate_noise_multiplier(0.0, 1e-5, 10, 0.5)

@@ -1,0 +1,119 @@
+"""Pólya shares: the sum of n shares is discrete Laplace; dropouts weaken ε."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import gammaln, hyp2f1
+
+from fedeval.privacy import DiscreteLaplace, PolyaShares, polya_difference_epsilon
+
+
+def _faithful_sum(shares: PolyaShares, n_draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Draw every client's share and add them (chunked over clients to bound memory)."""
+    total = np.zeros(n_draws, dtype=np.int64)
+    chunk = 100
+    for start in range(0, shares.n_shares, chunk):
+        k = min(chunk, shares.n_shares - start)
+        total += shares.sample_share((k, n_draws), rng=rng).sum(axis=0)
+    return total
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(("n_shares", "n_draws"), [(50, 100_000), (1000, 20_000)])
+def test_sum_of_shares_is_discrete_laplace(n_shares, n_draws, gof_pvalue) -> None:
+    shares = PolyaShares(1.0, n_shares)
+    total = _faithful_sum(shares, n_draws, np.random.default_rng(2024 + n_shares))
+    target = DiscreteLaplace(1.0)
+    assert gof_pvalue(total, target.pmf, 200) > 1e-4
+    assert abs(total.mean()) <= 5 * math.sqrt(target.variance / n_draws)
+
+
+@pytest.mark.statistical
+def test_sample_sum_fast_path_is_discrete_laplace(gof_pvalue) -> None:
+    shares = PolyaShares(0.8, 10_000, l1_sensitivity=2)
+    x = shares.sample_sum(200_000, rng=99)
+    assert gof_pvalue(x, shares.target.pmf, 400) > 1e-4
+
+
+@pytest.mark.statistical
+def test_share_variance(moments_from_pmf, variance_tolerance) -> None:
+    shares = PolyaShares(1.0, 20)
+    assert shares.share_variance == pytest.approx(shares.target.variance / 20)
+    assert shares.variance == pytest.approx(shares.target.variance)
+    n = 400_000
+    x = shares.sample_share(n, rng=3)
+    # Pólya(r) - Pólya(r): Var = 2rα/(1-α)²; 4th cumulant of NB(r): r α(1+4α+α²)/(1-α)⁴.
+    a, r = shares.alpha, shares.shape
+    var = shares.share_variance
+    kappa4 = 2 * r * a * (1 + 4 * a + a * a) / (1 - a) ** 4
+    mu4 = kappa4 + 3 * var**2
+    assert abs(x.var(ddof=1) - var) <= variance_tolerance(var, mu4, n)
+
+
+def _difference_logpmf_closed_form(k: np.ndarray, r: float, alpha: float) -> np.ndarray:
+    """log P(|k|) of Pólya(r, α) - Pólya(r, α) via the Gauss hypergeometric function."""
+    k = np.abs(k).astype(float)
+    return (
+        2 * r * np.log1p(-alpha)
+        + k * np.log(alpha)
+        + gammaln(k + r)
+        - gammaln(r)
+        - gammaln(k + 1)
+        + np.log(hyp2f1(r, k + r, k + 1, alpha**2))
+    )
+
+
+@pytest.mark.parametrize(
+    ("r", "epsilon", "sensitivity"), [(0.5, 1.0, 1), (0.1, 2.0, 1), (0.3, 1.0, 2)]
+)
+def test_dropout_epsilon_matches_closed_form(r, epsilon, sensitivity) -> None:
+    alpha = math.exp(-epsilon / sensitivity)
+    ks = np.arange(-60, 61)
+    logp = _difference_logpmf_closed_form(ks, r, alpha)
+    expected = max(float(np.max(logp[:-s] - logp[s:])) for s in range(1, sensitivity + 1))
+    assert polya_difference_epsilon(r, alpha, sensitivity) == pytest.approx(expected, rel=1e-10)
+    assert expected > epsilon
+
+
+def test_guarantee_if_received() -> None:
+    shares = PolyaShares(1.0, 100)
+    assert shares.guarantee().epsilon == 1.0
+    assert shares.guarantee_if_received(100).epsilon == pytest.approx(1.0, rel=1e-15)
+    eps = [shares.guarantee_if_received(m).epsilon for m in (1, 10, 50, 90, 99)]
+    assert all(e > 1.0 for e in eps)
+    assert eps == sorted(eps, reverse=True)  # fewer shares, weaker guarantee
+    g = shares.guarantee_if_received(50, unit="client")
+    assert g.unit == "client" and g.delta == 0.0 and "only 50 of 100" in g.statement
+    assert g.epsilon == pytest.approx(1.675, abs=1e-3)
+
+
+def test_for_dropouts_calibrates_to_threshold() -> None:
+    shares = PolyaShares.for_dropouts(1.0, 100, 80, 1)
+    assert shares.min_received == 80
+    assert shares.shape == pytest.approx(1 / 80)
+    assert shares.variance == pytest.approx(shares.target.variance * 100 / 80)
+    for m in (80, 90, 100):
+        assert shares.guarantee_if_received(m).epsilon == pytest.approx(1.0, rel=1e-15)
+    assert shares.guarantee_if_received(79).epsilon > 1.0
+    assert shares.guarantee().epsilon == 1.0
+
+
+@pytest.mark.statistical
+def test_threshold_shares_sum_to_target(gof_pvalue) -> None:
+    # 40 of the 60 calibrated shares arrive: exactly the target discrete Laplace.
+    shares = PolyaShares.for_dropouts(1.0, 60, 40)
+    x = shares.sample_sum(200_000, rng=5, n_received=40)
+    assert gof_pvalue(x, shares.target.pmf, 200) > 1e-4
+
+
+def test_invalid_received() -> None:
+    shares = PolyaShares(1.0, 10)
+    with pytest.raises(ValueError, match="n_received"):
+        shares.guarantee_if_received(11)
+    with pytest.raises(ValueError, match="n_received"):
+        shares.sample_sum(3, rng=0, n_received=0)
+    with pytest.raises(ValueError, match="min_received"):
+        PolyaShares.for_dropouts(1.0, 10, 11)
