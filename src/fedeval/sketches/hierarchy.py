@@ -278,7 +278,7 @@ class HierarchicalHistogram:
 
     # ---------------------------------------------------------------- queries
     def prefix_counts(
-        self, thresholds: Any, *, cls: int | None = None
+        self, thresholds: Any, *, cls: int | None = None, with_variance: bool = True
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Estimated number of examples with score below each threshold, and its variance.
 
@@ -293,6 +293,9 @@ class HierarchicalHistogram:
             Points of the score domain.
         cls : int, optional
             Class to count; None sums all classes.
+        with_variance : bool
+            False skips the (exact, O(queries × leaves)) variance computation
+            and returns NaN variances; for bootstrap loops.
 
         Returns
         -------
@@ -319,7 +322,9 @@ class HierarchicalHistogram:
             base, node_var = self._prefix_at_leaf_edges(r, c)
             leaf = self.levels[-1][c, leaf_idx]
             counts += base + frac * leaf
-            if self.consistent_:
+            if not with_variance:
+                variance[:] = np.nan
+            elif self.consistent_:
                 variance += self._consistent_query_variance(
                     _prefix_weights(r, frac, self.spec.n_leaves), c
                 )

@@ -1,0 +1,185 @@
+"""Confusion counts at thresholds: the one primitive of threshold metrics.
+
+From the per-class hierarchical histogram, the number of examples of class c
+predicted positive at threshold T (score >= T) is the class total minus the
+prefix count below T. Precision, recall (TPR), FPR and accuracy are ratios of
+such linear queries, so their standard errors follow by the delta method from
+the exact variances of linear leaf queries (:meth:`leaf_query_variance`).
+
+References
+----------
+cormode-markov-2023-federated-calibration-evaluation §4, Theorem 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedeval.sketches.hierarchy import HierarchicalHistogram
+
+__all__ = ["ThresholdMetrics", "threshold_metrics"]
+
+
+@dataclass(frozen=True)
+class ThresholdMetrics:
+    """Metrics of the classifier ``score >= threshold``, with uncertainty.
+
+    All arrays have the shape of the thresholds passed in.
+
+    Attributes
+    ----------
+    threshold, precision, recall, fpr, accuracy : ndarray
+    precision_se, recall_se, fpr_se, accuracy_se : ndarray
+        Standard errors from the privacy noise (delta method on the exact
+        noise covariance of the released tree). 0 under secure aggregation.
+    bucketization_bound : ndarray
+        Largest possible change of recall/FPR from the unknown position of
+        examples inside the leaf holding the threshold (the leaf's share of its
+        class), the Δ = 2^-h term of Theorem 2. Not a standard error.
+    tp, fp, positives, negatives : ndarray
+        Estimated counts behind the ratios.
+    """
+
+    threshold: NDArray[np.float64]
+    precision: NDArray[np.float64]
+    recall: NDArray[np.float64]
+    fpr: NDArray[np.float64]
+    accuracy: NDArray[np.float64]
+    precision_se: NDArray[np.float64]
+    recall_se: NDArray[np.float64]
+    fpr_se: NDArray[np.float64]
+    accuracy_se: NDArray[np.float64]
+    bucketization_bound: NDArray[np.float64]
+    tp: NDArray[np.float64]
+    fp: NDArray[np.float64]
+    positives: float
+    negatives: float
+
+    @property
+    def tpr(self) -> NDArray[np.float64]:
+        return self.recall
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain floats/lists, for JSON output."""
+        out: dict[str, Any] = {}
+        for name in (
+            "threshold",
+            "precision",
+            "recall",
+            "fpr",
+            "accuracy",
+            "precision_se",
+            "recall_se",
+            "fpr_se",
+            "accuracy_se",
+            "bucketization_bound",
+        ):
+            v = np.asarray(getattr(self, name))
+            out[name] = v.item() if v.ndim == 0 else v.tolist()
+        return out
+
+
+def threshold_metrics(tree: HierarchicalHistogram, thresholds: Any) -> ThresholdMetrics:
+    """Precision, recall, FPR and accuracy at query-time thresholds.
+
+    Parameters
+    ----------
+    tree : HierarchicalHistogram
+        Two classes (0 = negative, 1 = positive), preferably consistent.
+    thresholds : float or array-like
+        Points of the score domain; the classifier predicts positive when
+        ``score >= threshold``.
+
+    Returns
+    -------
+    ThresholdMetrics
+
+    Raises
+    ------
+    ValueError
+        A threshold outside the score domain.
+
+    Notes
+    -----
+    Estimated counts are clamped to [0, class total] before the ratios are
+    formed (a named post-processing step: noisy counts can leave that range).
+    A ratio with an estimated denominator <= 0 is reported as NaN.
+    """
+    t = np.asarray(thresholds, dtype=np.float64)
+    flat = np.atleast_1d(t).ravel()
+    totals = np.maximum(tree.totals(), 0.0)
+    n_neg, n_pos = float(totals[0]), float(totals[1])
+    below_neg, _ = tree.prefix_counts(flat, cls=0, with_variance=False)
+    below_pos, _ = tree.prefix_counts(flat, cls=1, with_variance=False)
+    tp = np.clip(n_pos - below_pos, 0.0, n_pos)
+    fp = np.clip(n_neg - below_neg, 0.0, n_neg)
+    tn = n_neg - fp
+    m = n_pos + n_neg
+
+    # Linear leaf weights: "at or above t" (suffix) and "all".
+    n_leaves = tree.spec.n_leaves
+    pos = tree.spec.grid.fractional_position(flat)
+    r = np.minimum(np.floor(pos).astype(np.int64), n_leaves)
+    frac = np.where(r < n_leaves, pos - r, 0.0)
+    idx = np.arange(n_leaves)
+    suffix = (idx[None, :] >= r[:, None]).astype(np.float64)
+    inside = np.flatnonzero(r < n_leaves)
+    suffix[inside, r[inside]] = 1.0 - frac[inside]
+    ones = np.ones((1, n_leaves))
+
+    def var(weights: NDArray[np.float64], cls: int) -> NDArray[np.float64]:
+        return tree.leaf_query_variance(weights, cls)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = np.where(n_pos > 0, tp / n_pos, np.nan)
+        fpr = np.where(n_neg > 0, fp / n_neg, np.nan)
+        pred_pos = tp + fp
+        precision = np.where(pred_pos > 0, tp / pred_pos, np.nan)
+        accuracy = np.where(m > 0, (tp + tn) / m, np.nan)
+        # recall = TP/P: gradient (1/P) on the suffix, (-TP/P²) on all leaves, class 1.
+        recall_var = (
+            var(suffix / n_pos - (tp / n_pos**2)[:, None] * ones, 1)
+            if n_pos > 0
+            else np.full(flat.shape, np.nan)
+        )
+        fpr_var = (
+            var(suffix / n_neg - (fp / n_neg**2)[:, None] * ones, 0)
+            if n_neg > 0
+            else np.full(flat.shape, np.nan)
+        )
+        # precision = TP/(TP+FP): independent classes.
+        d2 = np.where(pred_pos > 0, pred_pos**2, np.nan)
+        precision_var = var(suffix, 1) * (fp / d2) ** 2 + var(suffix, 0) * (tp / d2) ** 2
+        # accuracy = (TP + N - FP)/(P + N), P and N both noisy.
+        acc = np.nan_to_num(accuracy)
+        acc_var = var(suffix / m - (acc / m)[:, None] * ones, 1) + var(
+            -suffix / m + ((1 - acc) / m)[:, None] * ones, 0
+        )
+        leaf_idx = np.minimum(r, n_leaves - 1)
+        leaf_pos = np.maximum(tree.leaves[1, leaf_idx], 0.0) / max(n_pos, 1.0)
+        leaf_neg = np.maximum(tree.leaves[0, leaf_idx], 0.0) / max(n_neg, 1.0)
+        bound = np.where(r < n_leaves, np.maximum(leaf_pos, leaf_neg), 0.0)
+
+    def shaped(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(x, dtype=np.float64).reshape(t.shape)
+
+    return ThresholdMetrics(
+        threshold=shaped(flat),
+        precision=shaped(precision),
+        recall=shaped(recall),
+        fpr=shaped(fpr),
+        accuracy=shaped(accuracy),
+        precision_se=shaped(np.sqrt(np.maximum(precision_var, 0.0))),
+        recall_se=shaped(np.sqrt(np.maximum(recall_var, 0.0))),
+        fpr_se=shaped(np.sqrt(np.maximum(fpr_var, 0.0))),
+        accuracy_se=shaped(np.sqrt(np.maximum(acc_var, 0.0))),
+        bucketization_bound=shaped(bound),
+        tp=shaped(tp),
+        fp=shaped(fp),
+        positives=n_pos,
+        negatives=n_neg,
+    )

@@ -1,0 +1,79 @@
+"""Precision–recall curves from per-class quantiles, with scikit-learn's conventions.
+
+References
+----------
+xu-cormode-2025-federated-roc-pr §3.1 eq. (3), §6 ("separate" vs "combine").
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedeval.metrics.quantile_ecdf import QuantileECDF
+
+__all__ = ["PRStrategy", "average_precision_from_curve", "precision_recall_from_ecdfs"]
+
+PRStrategy = Literal["separate", "combine"]
+
+
+def precision_recall_from_ecdfs(
+    neg: QuantileECDF,
+    pos: QuantileECDF,
+    thresholds: NDArray[np.float64],
+    n_pos: float,
+    n_neg: float,
+    *,
+    strategy: PRStrategy = "separate",
+    combined: QuantileECDF | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(precision, recall, thresholds) in the layout of ``sklearn.metrics.precision_recall_curve``.
+
+    Thresholds increase; precision and recall have one more entry than the
+    thresholds, ending with precision 1 and recall 0.
+
+    Parameters
+    ----------
+    neg, pos : QuantileECDF
+    thresholds : ndarray
+    n_pos, n_neg : float
+        Class totals from the release.
+    strategy : {"separate", "combine"}
+        "separate" (default): P(s) = T(s)n⁺ / (T(s)n⁺ + F(s)n⁻), eq. (3), so the
+        numerator never exceeds the denominator. "combine": the denominator is
+        (1 − Φ_all(s))(n⁺ + n⁻) from the quantiles of all scores; precision is
+        then clipped to [0, 1] (a named post-processing step, needed because
+        the numerator can exceed the denominator).
+    combined : QuantileECDF
+        ECDF of all scores; required for "combine".
+
+    Notes
+    -----
+    Where no example is predicted positive (denominator 0) precision is 1, as
+    in scikit-learn's final point.
+    """
+    t = np.sort(np.asarray(thresholds, dtype=np.float64))
+    below = np.nextafter(t, -np.inf)
+    recall = np.minimum.accumulate(1.0 - pos(below))  # non-increasing in t
+    tp = recall * n_pos
+    if strategy == "separate":
+        denom = tp + (1.0 - neg(below)) * n_neg
+    elif strategy == "combine":
+        if combined is None:
+            raise ValueError("the 'combine' strategy needs the ECDF of all scores")
+        denom = (1.0 - combined(below)) * (n_pos + n_neg)
+    else:
+        raise ValueError(f"strategy must be 'separate' or 'combine', got {strategy!r}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(denom > 0, tp / denom, 1.0)
+    precision = np.clip(precision, 0.0, 1.0)
+    return np.concatenate((precision, [1.0])), np.concatenate((recall, [0.0])), t
+
+
+def average_precision_from_curve(
+    precision: NDArray[np.float64], recall: NDArray[np.float64]
+) -> float:
+    """AP = Σ_n (R_n − R_{n+1}) P_n, the step sum of ``sklearn.metrics.average_precision_score``."""
+    return float(-np.sum(np.diff(recall) * precision[:-1]))

@@ -1,0 +1,212 @@
+"""Parameter choice and predicted error from the papers' bounds.
+
+The papers give error *rates* (Table 1 of Cormode–Markov; Theorems 2, 4–6 and
+8 there; Theorems 4.2–4.5 of Xu–Cormode). The planner turns them into concrete
+choices of height, buckets and quantiles, and into order-of-magnitude error
+predictions ``constant × rate``.
+
+Constants: every predicted error is ``C × rate`` with the constants in
+:data:`ERROR_CONSTANTS`. They are set to 1 (the bare rate) until they are
+fitted from simulation; the prediction is therefore an order of magnitude, and
+``Plan.notes`` says so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from fedeval._validation import check_epsilon, check_int_at_least
+
+__all__ = ["ERROR_CONSTANTS", "Plan", "plan"]
+
+ERROR_CONSTANTS: dict[str, float] = {
+    "threshold_metrics": 1.0,
+    "auc": 1.0,
+    "ece": 1.0,
+    "roc_area_error": 1.0,
+}
+
+PrivacyName = Literal["sa", "distdp", "ldp"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Chosen parameters and predicted errors for one evaluation.
+
+    Attributes
+    ----------
+    privacy : {"sa", "distdp", "ldp"}
+    height, branching : int
+        Of the released hierarchy.
+    n_buckets : int
+        B for the H_B AUC estimator.
+    n_quantiles : int
+        Q per class for the ROC/PR curves.
+    calibration_bins : int
+        B for histogram-binning calibration.
+    predicted_error : dict
+        Metric → predicted absolute error (order of magnitude, see module doc).
+    enough_clients : bool
+        Whether every predicted error is at most ``target_error``.
+    notes : list of str
+    """
+
+    privacy: PrivacyName
+    n_clients: int
+    n_examples: int
+    epsilon: float
+    height: int
+    branching: int
+    n_buckets: int
+    n_quantiles: int
+    calibration_bins: int
+    predicted_error: dict[str, float]
+    target_error: float
+    enough_clients: bool
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "privacy": self.privacy,
+            "n_clients": self.n_clients,
+            "n_examples": self.n_examples,
+            "epsilon": self.epsilon,
+            "height": self.height,
+            "branching": self.branching,
+            "n_buckets": self.n_buckets,
+            "n_quantiles": self.n_quantiles,
+            "calibration_bins": self.calibration_bins,
+            "predicted_error": dict(self.predicted_error),
+            "target_error": self.target_error,
+            "enough_clients": self.enough_clients,
+            "notes": list(self.notes),
+        }
+
+
+def plan(
+    *,
+    n_clients: int,
+    epsilon: float | None = None,
+    privacy: str = "distdp",
+    n_examples: int | None = None,
+    branching: int = 2,
+    target_error: float = 0.01,
+) -> Plan:
+    """Choose hierarchy height, buckets and quantiles, and predict the errors.
+
+    Parameters
+    ----------
+    n_clients : int
+        M in the papers (one example per client unless ``n_examples`` is given).
+    epsilon : float
+        Privacy budget of the release (ignored for "sa").
+    privacy : {"sa", "distdp", "ldp"}
+    n_examples : int, optional
+        Total examples (default: ``n_clients``). Bounds use the number of
+        examples, the papers' M.
+    branching : int
+        b >= 2.
+    target_error : float
+        Error that counts as "enough clients".
+
+    Returns
+    -------
+    Plan
+
+    Notes
+    -----
+    Rules (b = 2 unless given):
+
+    * SA: h = 14 (Cormode–Markov §7.1: error < 1e-4 at h = 14).
+    * DistDP: B* = (εM)^{2/3} leaves balance bucketization and noise for
+      precision/recall/accuracy (Theorem 2), h = ceil(log_b B*) clamped to [4, 16].
+    * LDP: B* = ε^{2/3} M^{1/3} (Theorem 2), h = ceil(log_b B*) clamped to [3, 12].
+    * AUC buckets: SA B = min(leaves/4, 1000) (error 1/(3B²), Theorem 4);
+      DistDP B = sqrt(εM/3) (bucketization 1/(3B²) below the noise term
+      1/(εM), Theorem 5); LDP B = sqrt(M/V_ε) with V_ε = h²e^ε/(e^ε−1)²
+      (Theorem 6); all clamped to [2, leaves/4].
+    * Quantiles: Q = b^(h−2) (Xu–Cormode §3.2: h = ceil(log_b Q) + c, c = 2), at most 1024.
+    * Calibration bins: B ∝ M^{1/3} (Theorem 7/8 DistDP), B = sqrt(ε sqrt(M)) for LDP (Theorem 8).
+    """
+    m_clients = check_int_at_least(n_clients, 1, name="n_clients")
+    m = (
+        check_int_at_least(n_examples, 1, name="n_examples")
+        if n_examples is not None
+        else m_clients
+    )
+    b = check_int_at_least(branching, 2, name="branching")
+    key = privacy.lower()
+    if key not in ("sa", "distdp", "ldp"):
+        raise ValueError(f"privacy must be 'sa', 'distdp' or 'ldp', got {privacy!r}")
+    notes = [
+        "predicted errors are C × rate with C = 1 (constants not yet fitted): orders of magnitude"
+    ]
+    if key == "sa":
+        eps = math.inf
+        h = 14 if b == 2 else max(1, math.ceil(14 * math.log(2) / math.log(b)))
+    else:
+        if epsilon is None:
+            raise ValueError(f"privacy model {privacy!r} needs epsilon")
+        eps = check_epsilon(epsilon)
+        target_leaves = (eps * m) ** (2 / 3) if key == "distdp" else eps ** (2 / 3) * m ** (1 / 3)
+        h = math.ceil(math.log(max(target_leaves, b), b))
+        h = min(max(h, 4 if key == "distdp" else 3), 16 if key == "distdp" else 12)
+    leaves = b**h
+    cap = max(2, leaves // 4)
+    if key == "sa":
+        n_buckets = min(cap, 1000)
+    elif key == "distdp":
+        n_buckets = min(cap, max(2, round(math.sqrt(eps * m / 3))))
+    else:
+        v_eps = h**2 * math.exp(eps) / math.expm1(eps) ** 2
+        n_buckets = min(cap, max(2, round(math.sqrt(m / v_eps))))
+    n_quantiles = max(1, min(1024, b ** max(h - 2, 0)))
+    if key == "ldp":
+        cal_bins = max(2, round(math.sqrt(eps * math.sqrt(m))))
+    else:
+        cal_bins = max(2, round(m ** (1 / 3)))
+    c = ERROR_CONSTANTS
+    if key == "sa":
+        err = {
+            "threshold_metrics": c["threshold_metrics"] / leaves,
+            "auc": c["auc"] / (3 * n_buckets**2),
+            "ece": c["ece"] * m ** (-1 / 3),
+            "roc_area_error": c["roc_area_error"] / n_quantiles,
+        }
+    elif key == "distdp":
+        err = {
+            "threshold_metrics": c["threshold_metrics"] * (eps * m) ** (-2 / 3),
+            "auc": c["auc"] * (1 / eps + 1 / n_buckets) / m,
+            "ece": c["ece"] * (m ** (-1 / 3) + 1 / (eps * m ** (2 / 3))),
+            "roc_area_error": c["roc_area_error"] * (1 / n_quantiles + 1 / (m * eps)),
+        }
+    else:
+        err = {
+            "threshold_metrics": c["threshold_metrics"] * eps ** (-2 / 3) * m ** (-1 / 3),
+            "auc": c["auc"] * h / (eps * math.sqrt(m)),
+            "ece": c["ece"] * eps ** (-1 / 2) * m ** (-1 / 4),
+            "roc_area_error": c["roc_area_error"] * (1 / n_quantiles + h / (eps * math.sqrt(m))),
+        }
+    enough = all(v <= target_error for v in err.values())
+    if not enough:
+        worst = max(err, key=lambda k: err[k])
+        notes.append(
+            f"{worst} is predicted at {err[worst]:.2g} > target {target_error:g}: more clients or a larger ε needed"
+        )
+    return Plan(
+        key,
+        m_clients,
+        m,
+        eps,
+        h,
+        b,
+        n_buckets,
+        n_quantiles,
+        cal_bins,
+        err,
+        target_error,
+        enough,
+        notes,
+    )  # type: ignore[arg-type]
