@@ -1,7 +1,53 @@
-"""fedeval: private federated evaluation and calibration of classifiers."""
+"""fedeval: private federated evaluation and calibration of classifiers.
+
+The one pipeline: client data → encode → federated sum under a privacy model
+→ decode (see DESIGN.md). Typical use::
+
+    import fedeval as fe
+    fed = fe.Federation.from_arrays(scores, labels, clients)
+    ev = fe.evaluate(fed, fe.DistributedDP(epsilon=1.0), rng=0)
+    ev.roc_auc, ev.roc_curve(), ev.at_threshold(0.5), ev.epsilon_spent
+"""
 
 from __future__ import annotations
 
+from fedeval import demo, metrics, partition, privacy, report, sketches
+from fedeval.data import ClientView, Federation, read
+from fedeval.evaluation import Evaluation, evaluate
+from fedeval.planning import Plan, plan
+from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
+from fedeval.privacy.models import (
+    DistributedDP,
+    LabelDP,
+    LocalDP,
+    SecureAggregation,
+    UserLevelDP,
+)
+from fedeval.report.evaluation_report import write_report
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "BudgetExceededError",
+    "BudgetLedger",
+    "ClientView",
+    "DistributedDP",
+    "Evaluation",
+    "Federation",
+    "LabelDP",
+    "LocalDP",
+    "Plan",
+    "SecureAggregation",
+    "UserLevelDP",
+    "__version__",
+    "demo",
+    "evaluate",
+    "metrics",
+    "partition",
+    "plan",
+    "privacy",
+    "read",
+    "report",
+    "sketches",
+    "write_report",
+]

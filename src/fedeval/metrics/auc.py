@@ -28,7 +28,7 @@ def auc_from_bucket_counts(p: Any, n: Any) -> float:
     ----------
     p, n : array-like, shape (B,)
         Positive and negative counts per bucket, buckets in increasing score
-        order. Negative (noisy) counts must already be clamped by the caller.
+        order. Noisy counts may be negative (see :func:`bucket_counts`).
 
     Returns
     -------
@@ -62,8 +62,12 @@ def bucket_counts(
     -------
     edges : ndarray, shape (B + 1,)
     p, n : ndarray, shape (B,)
-        Positive and negative counts per bucket, clamped at 0 (named
-        post-processing step: noisy counts can be negative).
+        Positive and negative counts per bucket as released. They are *not*
+        clamped at 0: H_B is bilinear in (p, n) and the two classes' noise is
+        independent and zero-mean, so unclamped counts keep the numerator
+        unbiased, while clamping adds positive mass to every empty bucket and
+        biases AUC towards 1/2 (measured: −0.01 on well-separated scores under
+        DistDP ε = 1).
     """
     b = check_int_at_least(n_buckets, 1, name="n_buckets")
     lo, hi = tree.spec.score_range
@@ -78,9 +82,7 @@ def bucket_counts(
     # The last edge is the domain end: count everything up to and including it.
     below_p[-1] = tree.totals()[1]
     below_n[-1] = tree.totals()[0]
-    p = np.maximum(np.diff(below_p), 0.0)
-    n = np.maximum(np.diff(below_n), 0.0)
-    return edges, p, n
+    return edges, np.diff(below_p), np.diff(below_n)
 
 
 def histogram_auc(
@@ -107,4 +109,5 @@ def histogram_auc(
     float
     """
     _, p, n = bucket_counts(tree, n_buckets, strategy=strategy)
-    return auc_from_bucket_counts(p, n)
+    # Named post-processing: noise can push the ratio slightly outside [0, 1].
+    return float(np.clip(auc_from_bucket_counts(p, n), 0.0, 1.0))

@@ -16,26 +16,46 @@ from fedeval.privacy.accounting import (
 from fedeval.privacy.gaussian import DiscreteGaussian, Gaussian
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
 from fedeval.privacy.laplace import DiscreteLaplace, Laplace
+from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger, LedgerEntry
+from fedeval.privacy.models import (
+    DistributedDP,
+    LabelDP,
+    LocalDP,
+    PrivacyModel,
+    SecureAggregation,
+    UserLevelDP,
+    privacy_model,
+)
 from fedeval.privacy.polya import PolyaShares, polya_difference_epsilon
 from fedeval.privacy.randomized_response import RandomizedResponse
 from fedeval.privacy.skellam import SkellamShares, skellam_epsilon, skellam_rdp
 from fedeval.privacy.unary_encoding import OptimalUnaryEncoding
 
 __all__ = [
+    "BudgetExceededError",
+    "BudgetLedger",
     "DiscreteGaussian",
     "DiscreteLaplace",
+    "DistributedDP",
     "Gaussian",
     "Guarantee",
+    "LabelDP",
     "Laplace",
+    "LedgerEntry",
+    "LocalDP",
     "OptimalUnaryEncoding",
     "PolyaShares",
+    "PrivacyModel",
     "PrivacyUnit",
     "RandomizedResponse",
+    "SecureAggregation",
     "SkellamShares",
+    "UserLevelDP",
     "basic_composition",
     "calibrate_noise_multiplier",
     "gaussian_rounds_epsilon",
     "polya_difference_epsilon",
+    "privacy_model",
     "rdp_to_approx_dp",
     "skellam_epsilon",
     "skellam_rdp",
