@@ -1,0 +1,157 @@
+"""The fedeval command: outputs, JSON, and one-line errors with no partial files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedeval.cli import main
+
+
+@pytest.fixture
+def scores_csv(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    n = 3000
+    y = rng.integers(0, 2, n)
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0, 1)
+    path = tmp_path / "scores.csv"
+    pd.DataFrame({"s": s, "y": y, "c": rng.integers(0, 100, n)}).to_csv(path, index=False)
+    return path
+
+
+def test_evaluate_writes_report_and_json(
+    scores_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rep"
+    code = main(
+        [
+            "evaluate",
+            str(scores_csv),
+            "--score",
+            "s",
+            "--label",
+            "y",
+            "--client",
+            "c",
+            "--privacy",
+            "distdp",
+            "--epsilon",
+            "1",
+            "--out",
+            str(out),
+            "--json",
+            "--seed",
+            "0",
+        ]
+    )
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert 0.5 < payload["summary"]["roc_auc"] < 1
+    assert payload["summary"]["epsilon_spent"] == pytest.approx(1.0)
+    assert {p.name for p in out.iterdir()} == {"report.html", "report.md", "results.json"}
+    assert "data:image/png;base64," in (out / "report.html").read_text()
+
+
+def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["plan", "--clients", "100000", "--privacy", "distdp", "--epsilon", "1", "--json"])
+        == 0
+    )
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["height"] >= 4 and plan["n_quantiles"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--score", "nope", "--label", "y", "--privacy", "sa"], "not found"),
+        (["--score", "s", "--label", "y", "--privacy", "distdp"], "needs --epsilon"),
+        (
+            ["--score", "s", "--label", "y", "--privacy", "sa", "--thresholds", "2"],
+            "outside the score domain",
+        ),
+    ],
+)
+def test_evaluate_bad_input(
+    scores_csv: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    out = tmp_path / "rep"
+    assert main(["evaluate", str(scores_csv), *args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.count("\n") == 0
+    assert not out.exists()
+
+
+def test_one_class_and_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = tmp_path / "one.csv"
+    pd.DataFrame({"s": [0.1, 0.2, 0.9], "y": [1, 1, 1]}).to_csv(one, index=False)
+    assert (
+        main(
+            [
+                "evaluate",
+                str(one),
+                "--score",
+                "s",
+                "--label",
+                "y",
+                "--privacy",
+                "sa",
+                "--out",
+                str(tmp_path / "a"),
+            ]
+        )
+        == 2
+    )
+    assert "undefined" in capsys.readouterr().err
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert (
+        main(
+            [
+                "evaluate",
+                str(empty),
+                "--score",
+                "s",
+                "--label",
+                "y",
+                "--privacy",
+                "sa",
+                "--out",
+                str(tmp_path / "b"),
+            ]
+        )
+        == 2
+    )
+    assert "empty" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_scores_outside_domain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame({"s": [0.1, 1.7], "y": [0, 1]}).to_csv(bad, index=False)
+    assert (
+        main(
+            [
+                "evaluate",
+                str(bad),
+                "--score",
+                "s",
+                "--label",
+                "y",
+                "--privacy",
+                "sa",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
+    assert "score_range" in capsys.readouterr().err

@@ -1,0 +1,196 @@
+"""fe.evaluate: reference tests against scikit-learn, conventions, errors, statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import (
+    average_precision_score,
+    precision_recall_curve,
+    roc_auc_score,
+    roc_curve,
+)
+from sklearn.model_selection import cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import fedeval as fe
+from fedeval.metrics.area_error import pr_area_error, roc_area_error
+from fedeval.metrics.auc import auc_from_bucket_counts
+
+
+@pytest.fixture(scope="module")
+def breast_cancer_population() -> tuple[np.ndarray, np.ndarray]:
+    """Bundled real data scored out-of-sample by logistic regression, replicated ×40."""
+    x, y = load_breast_cancer(return_X_y=True)
+    model = make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=1000))
+    s = cross_val_predict(model, x, y, cv=5, method="predict_proba")[:, 1]
+    return np.tile(s, 40), np.tile(y, 40)
+
+
+@pytest.fixture(scope="module")
+def generated() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    n = 60_000
+    y = (rng.random(n) < 0.3).astype(int)
+    s = 1 / (1 + np.exp(-(rng.normal(0, 1, n) + 1.5 * (y - 0.5))))
+    return s, y
+
+
+def test_auc_worked_example_eq5() -> None:
+    # Three buckets: p = (1, 2, 3), n = (3, 2, 1). By eq. (5):
+    # Σ_i p_i(Σ_{j<i} n_j + n_i/2) = 1·1.5 + 2·(3+1) + 3·(5+0.5) = 26; PN = 36.
+    assert auc_from_bucket_counts([1, 2, 3], [3, 2, 1]) == pytest.approx(26 / 36)
+
+
+@pytest.mark.parametrize("data", ["breast_cancer_population", "generated"])
+def test_sa_auc_matches_sklearn_within_bucketization_bound(
+    data: str, request: pytest.FixtureRequest
+) -> None:
+    s, y = request.getfixturevalue(data)
+    fed = fe.partition.iid(s, y, n_clients=500, rng=0)
+    ev = fe.evaluate(fed, fe.SecureAggregation(), height=14)
+    nb = ev.parameters["n_buckets"]
+    # Lemma 3: worst-case error 1/(2B); the leaf grid adds at most one leaf's pairs.
+    assert abs(ev.roc_auc - roc_auc_score(y, s)) <= 1 / (2 * nb)
+    assert ev.roc_auc_se == 0.0
+    assert ev.epsilon_spent == 0.0
+
+
+def test_sa_curves_match_sklearn_within_area_error(
+    generated: tuple[np.ndarray, np.ndarray],
+) -> None:
+    s, y = generated
+    fed = fe.Federation.from_arrays(s, y)
+    ev = fe.evaluate(fed, fe.SecureAggregation(), height=14, n_quantiles=1024)
+    fpr, tpr, thr = ev.roc_curve()
+    f_ref, t_ref, _ = roc_curve(y, s)
+    # Xu–Cormode Theorem 4.2: AE_ROC = O(1/Q); with Q = 1024 well below 2/Q.
+    assert roc_area_error(fpr, tpr, f_ref, t_ref) < 2 / 1024
+    p, r, thr_pr = ev.precision_recall_curve()
+    p_ref, r_ref, _ = precision_recall_curve(y, s)
+    assert pr_area_error(p, r, p_ref, r_ref) < 5e-3
+    assert abs(ev.average_precision - average_precision_score(y, s)) < 5e-3
+
+
+def test_curve_conventions_follow_sklearn(generated: tuple[np.ndarray, np.ndarray]) -> None:
+    s, y = generated
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=1)
+    fpr, tpr, thr = ev.roc_curve()
+    assert fpr.shape == tpr.shape == thr.shape
+    assert thr[0] == np.inf and np.all(np.diff(thr) < 0)
+    assert (
+        fpr[0] == 0 and tpr[0] == 0 and fpr[-1] == pytest.approx(1) and tpr[-1] == pytest.approx(1)
+    )
+    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
+    p, r, t = ev.precision_recall_curve()
+    assert p.shape == r.shape == (t.size + 1,)
+    assert np.all(np.diff(t) > 0)
+    assert p[-1] == 1 and r[-1] == 0 and np.all(np.diff(r) <= 0)
+    assert np.all((p >= 0) & (p <= 1))
+
+
+def test_threshold_metrics_exact_at_leaf_edges_under_sa(
+    generated: tuple[np.ndarray, np.ndarray],
+) -> None:
+    s, y = generated
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.SecureAggregation(), height=10)
+    t = np.array([0.25, 0.5, 0.75])  # multiples of 2^-10: leaf edges
+    m = ev.at_threshold(t)
+    pred = s[None, :] >= t[:, None]
+    tp = (pred & (y == 1)).sum(axis=1)
+    fp = (pred & (y == 0)).sum(axis=1)
+    np.testing.assert_allclose(m.recall, tp / (y == 1).sum(), rtol=1e-12)
+    np.testing.assert_allclose(m.fpr, fp / (y == 0).sum(), rtol=1e-12)
+    np.testing.assert_allclose(m.precision, tp / (tp + fp), rtol=1e-12)
+    np.testing.assert_allclose(m.accuracy, (pred == (y == 1)).mean(axis=1), rtol=1e-12)
+
+
+@pytest.mark.statistical
+def test_threshold_standard_errors_match_spread_under_distdp() -> None:
+    """Reported delta-method SEs match the empirical spread over repeated releases.
+
+    With R = 300 releases the sample SD has relative standard error ≈ 1/sqrt(2R)
+    ≈ 4 %; we accept the ratio in [0.8, 1.2] (5 sigma) for recall and FPR.
+    """
+    rng = np.random.default_rng(11)
+    n = 4000
+    y = (rng.random(n) < 0.4).astype(int)
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0, 1)
+    fed = fe.Federation.from_arrays(s, y)
+    recalls, fprs, ses = [], [], []
+    for rep in range(300):
+        ev = fe.evaluate(
+            fed, fe.DistributedDP(epsilon=0.5), height=6, rng=rep, bootstrap_replicates=2
+        )
+        m = ev.at_threshold(0.5)
+        recalls.append(float(m.recall))
+        fprs.append(float(m.fpr))
+        ses.append((float(m.recall_se), float(m.fpr_se)))
+    mean_se = np.mean(ses, axis=0)
+    assert 0.8 < np.std(recalls, ddof=1) / mean_se[0] < 1.2
+    assert 0.8 < np.std(fprs, ddof=1) / mean_se[1] < 1.2
+
+
+@pytest.mark.statistical
+def test_distdp_auc_error_and_bootstrap_se(generated: tuple[np.ndarray, np.ndarray]) -> None:
+    """DistDP ε=1 AUC is close to the truth, within 5 bootstrap SEs plus the 1/(2B) bucket bound."""
+    s, y = generated
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=5)
+    err = abs(ev.roc_auc - roc_auc_score(y, s))
+    assert ev.roc_auc_se > 0
+    assert err < 5 * ev.roc_auc_se + 1 / (2 * ev.parameters["n_buckets"])
+
+
+def test_one_release_one_charge(generated: tuple[np.ndarray, np.ndarray]) -> None:
+    s, y = generated
+    ledger = fe.BudgetLedger(1.5)
+    ev = fe.evaluate(
+        fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=0, ledger=ledger
+    )
+    _ = ev.roc_auc, ev.roc_curve(), ev.precision_recall_curve(), ev.at_threshold([0.2, 0.8])
+    assert ledger.spent_epsilon == pytest.approx(1.0)
+    assert len(ledger.entries) == ev.parameters["height"]  # ε/h per level, visible
+    with pytest.raises(fe.BudgetExceededError):
+        fe.evaluate(
+            fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=0, ledger=ledger
+        )
+    assert ledger.spent_epsilon == pytest.approx(1.0)
+
+
+def test_overrides_are_used(generated: tuple[np.ndarray, np.ndarray]) -> None:
+    s, y = generated
+    ev = fe.evaluate(
+        fe.Federation.from_arrays(s, y),
+        fe.LocalDP(epsilon=5.0),
+        height=5,
+        branching=4,
+        n_buckets=7,
+        n_quantiles=33,
+        interpolation="linear",
+        pr_strategy="combine",
+        rng=0,
+    )
+    p = ev.parameters
+    assert (p["height"], p["branching"], p["n_buckets"], p["n_quantiles"]) == (5, 4, 7, 33)
+    assert p["planned"] == {"height": False, "n_buckets": False, "n_quantiles": False}
+    prec, rec, _ = ev.precision_recall_curve()
+    assert np.all((prec >= 0) & (prec <= 1))
+
+
+def test_bad_input() -> None:
+    s = np.linspace(0, 1, 100)
+    with pytest.raises(ValueError, match="undefined"):
+        fe.evaluate(fe.Federation.from_arrays(s, np.zeros(100, int)), fe.SecureAggregation())
+    fed = fe.Federation.from_arrays(s, np.arange(100) % 2)
+    ev = fe.evaluate(fed, fe.SecureAggregation(), height=4)
+    with pytest.raises(ValueError, match="score domain"):
+        ev.at_threshold(1.5)
+    with pytest.raises(TypeError):
+        fe.evaluate(fed, fe.UserLevelDP(1.0, 1e-5))
+    with pytest.raises(ValueError):
+        fe.evaluate(fed, fe.SecureAggregation(), interpolation="cubic")
+    with pytest.raises(ValueError):
+        fe.DistributedDP(epsilon=0)
