@@ -30,6 +30,7 @@ from fedeval._rng import RNGLike, as_generator
 from fedeval.data import ClientView, Federation
 
 __all__ = [
+    "FrequencyOracle",
     "FrequencyRelease",
     "Path",
     "ShareNoise",
@@ -56,6 +57,9 @@ class ShareNoise(Protocol):
 
 class FrequencyOracle(Protocol):
     """A local-DP frequency oracle over a domain of ``n_bins`` items (OUE, RR)."""
+
+    @property
+    def n_bins(self) -> int: ...
 
     def perturb(
         self, indices: NDArray[np.int64], rng: np.random.Generator
@@ -215,7 +219,7 @@ def federated_frequencies(
     """
     gen = as_generator(rng)
     n_groups = len(oracles)
-    sizes = [int(o.n_bins) for o in oracles]  # type: ignore[attr-defined]
+    sizes = [int(o.n_bins) for o in oracles]
     group_of_example = group_of_client[fed.client_index]
     n_reports = np.bincount(group_of_example, minlength=n_groups).astype(np.int64)
     raw: list[NDArray[np.int64]] = []

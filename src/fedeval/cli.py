@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from fedeval.privacy.models import PrivacyModel
+
 __all__ = ["main"]
 
 
@@ -24,7 +26,7 @@ class CLIError(Exception):
     """Bad input reported as one line on stderr with exit status 2."""
 
 
-def _privacy(args: argparse.Namespace) -> Any:
+def _privacy(args: argparse.Namespace) -> PrivacyModel:
     from fedeval.privacy.models import privacy_model
 
     name = args.privacy
@@ -133,7 +135,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     df = fe.demo.demo_frame(args.cache_dir)
     steps.update()
     fed = fe.Federation.from_frame(df, score="score", label="label", client="client")
-    settings = {
+    settings: dict[str, PrivacyModel] = {
         "SA": fe.SecureAggregation(),
         "DistDP eps=1": fe.DistributedDP(epsilon=1.0),
         "LDP eps=5": fe.LocalDP(epsilon=5.0),

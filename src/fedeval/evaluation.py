@@ -173,8 +173,8 @@ class Evaluation:
         )
         if self.tree.guarantee.unit == "none":
             fpr, tpr, _ = self.roc_curve()
-            t = np.interp(grid, fpr, tpr)
-            return grid, t, t
+            exact_tpr = np.interp(grid, fpr, tpr)
+            return grid, exact_tpr, exact_tpr
         gen = np.random.default_rng(self._bootstrap_seed)
         rows = []
         for _ in range(self.bootstrap_replicates):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from fedeval._validation import check_epsilon, check_int_at_least
 
@@ -196,7 +196,7 @@ def plan(
             f"{worst} is predicted at {err[worst]:.2g} > target {target_error:g}: more clients or a larger ε needed"
         )
     return Plan(
-        key,
+        cast(PrivacyName, key),
         m_clients,
         m,
         eps,
@@ -209,4 +209,4 @@ def plan(
         target_error,
         enough,
         notes,
-    )  # type: ignore[arg-type]
+    )

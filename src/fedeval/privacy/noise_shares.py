@@ -7,13 +7,18 @@ the privacy model asks for, so the choice lives in one place.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
 from fedeval.privacy.models import DistributedDP, LocalDP
 from fedeval.privacy.polya import PolyaShares
 from fedeval.privacy.randomized_response import RandomizedResponse
 from fedeval.privacy.skellam import SkellamShares
 from fedeval.privacy.unary_encoding import OptimalUnaryEncoding
 
-__all__ = ["frequency_oracle_for", "share_noise_for"]
+__all__ = ["RROracle", "frequency_oracle_for", "share_noise_for"]
 
 
 def share_noise_for(
@@ -68,8 +73,44 @@ def share_noise_for(
     )
 
 
-def frequency_oracle_for(model: LocalDP, n_bins: int) -> OptimalUnaryEncoding | RandomizedResponse:
+@dataclass(frozen=True)
+class RROracle:
+    """k-ary randomized response behind the frequency-oracle interface of OUE.
+
+    Every report carries exactly one item (RR has no "nothing to report"
+    input), so the counts passed in must sum to the number of reports.
+    """
+
+    rr: RandomizedResponse
+
+    @property
+    def n_bins(self) -> int:
+        return self.rr.n_categories
+
+    def perturb(self, indices: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.uint8]:
+        """One-hot rows of the randomised categories, shape (n, k)."""
+        if indices.size and indices.min() < 0:
+            raise ValueError("randomized response needs an item in every report (no -1)")
+        out = np.zeros((indices.size, self.n_bins), dtype=np.uint8)
+        out[np.arange(indices.size), self.rr.perturb(indices, rng)] = 1
+        return out
+
+    def sample_aggregate(
+        self, true_counts: NDArray[np.int64], n_reports: int, rng: np.random.Generator
+    ) -> NDArray[np.int64]:
+        if int(np.sum(true_counts)) != n_reports:
+            raise ValueError("randomized response needs an item in every report")
+        return self.rr.sample_aggregate(true_counts, rng)
+
+    def estimate(self, counts: NDArray[np.int64], n_reports: int) -> NDArray[np.float64]:
+        return self.rr.estimate(counts)
+
+    def count_variance(self, true_counts: NDArray[np.int64], n_reports: int) -> NDArray[np.float64]:
+        return self.rr.count_variance(true_counts)
+
+
+def frequency_oracle_for(model: LocalDP, n_bins: int) -> OptimalUnaryEncoding | RROracle:
     """The local-DP frequency oracle of ``model`` over ``n_bins`` items."""
     if model.oracle == "oue":
         return OptimalUnaryEncoding(model.epsilon, n_bins)
-    return RandomizedResponse(model.epsilon, n_categories=n_bins)
+    return RROracle(RandomizedResponse(model.epsilon, n_categories=n_bins))

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 from fedeval._rng import RNGLike, as_generator
 from fedeval._validation import check_int_at_least
 from fedeval.aggregation import (
+    FrequencyOracle,
     Path,
     assign_groups,
     federated_frequencies,
@@ -410,7 +411,8 @@ class HierarchicalHistogram:
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = np.where(leaf_count > 0, residual / leaf_count, 0.0)
         frac = np.clip(frac, 0.0, 1.0)
-        return (lo + (node + frac) * self.spec.leaf_width).reshape(qs.shape)
+        points = np.asarray(lo + (node + frac) * self.spec.leaf_width, dtype=np.float64)
+        return points.reshape(qs.shape)
 
     def equi_depth_edges(self, n_buckets: int, *, cls: int | None = None) -> NDArray[np.float64]:
         """Boundaries of ``n_buckets`` buckets holding (about) equal numbers of examples.
@@ -805,7 +807,8 @@ def _release_ldp(
     _charge(ledger, model.epsilon, 0.0, entries)
     group_of_client = assign_groups(fed.n_clients, h, gen)
     oracles = [
-        frequency_oracle_for(model, spec.n_classes * spec.level_size(k)) for k in range(1, h + 1)
+        cast(FrequencyOracle, frequency_oracle_for(model, spec.n_classes * spec.level_size(k)))
+        for k in range(1, h + 1)
     ]
     grid = spec.grid
 
@@ -830,6 +833,8 @@ def _release_ldp(
         if plug_in.sum() > n_k:  # one-hot reports: true counts sum to at most n_k
             plug_in *= n_k / plug_in.sum()
         plug_in = np.floor(plug_in).astype(np.int64)
+        if model.oracle == "rr":  # RR counts must account for every report
+            plug_in[np.argmax(plug_in)] += n_k - int(plug_in.sum())
         noise_var = oracles[k].count_variance(plug_in, int(rel.n_reports[k]))
         samp = _sampling_variance(
             np.clip(est * scale, 0, None), int(m_k[k]), fed.n_clients, fed.n_examples
