@@ -18,6 +18,8 @@ from fedeval._validation import check_int_at_least
 
 __all__ = ["UniformGrid", "class_leaf_counts"]
 
+_CHUNK = 1 << 18
+
 
 @dataclass(frozen=True)
 class UniformGrid:
@@ -88,10 +90,18 @@ def class_leaf_counts(
     -------
     ndarray of int64, shape (n_groups, n_classes, n_bins)
     """
-    key = grid.bin_index(scores)
+    n = scores.shape[0]
     stride = grid.n_bins
-    key += labels.astype(np.int64, copy=False) * stride
-    if group is not None:
-        key += group * (stride * n_classes)
-    counts = np.bincount(key, minlength=n_groups * n_classes * stride)
+    size = n_groups * n_classes * stride
+    counts = np.zeros(size, dtype=np.int64)
+    # Work in cache-sized chunks: one pass over the data, small reused buffers
+    # (allocating several n-sized temporaries costs more than the bincount).
+    chunk = _CHUNK
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        key = grid.bin_index(scores[start:stop])
+        key += labels[start:stop] * stride
+        if group is not None:
+            key += group[start:stop] * (stride * n_classes)
+        counts += np.bincount(key, minlength=size)
     return counts.reshape(n_groups, n_classes, stride)
