@@ -11,7 +11,8 @@ The one pipeline: client data → encode → federated sum under a privacy model
 
 from __future__ import annotations
 
-from fedeval import demo, metrics, partition, privacy, report, sketches
+from fedeval import calibration, demo, metrics, partition, privacy, report, sketches
+from fedeval.calibration.api import calibrate
 from fedeval.data import ClientView, Federation, read
 from fedeval.evaluation import Evaluation, evaluate
 from fedeval.planning import Plan, plan
@@ -40,6 +41,8 @@ __all__ = [
     "SecureAggregation",
     "UserLevelDP",
     "__version__",
+    "calibrate",
+    "calibration",
     "demo",
     "evaluate",
     "metrics",

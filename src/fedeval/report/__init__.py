@@ -6,5 +6,6 @@ servers and in CI.
 """
 
 from fedeval.report.evaluation_report import plot_pr, plot_roc, write_report
+from fedeval.report.reliability import reliability_diagram
 
-__all__ = ["plot_pr", "plot_roc", "write_report"]
+__all__ = ["plot_pr", "plot_roc", "reliability_diagram", "write_report"]

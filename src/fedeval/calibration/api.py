@@ -1,0 +1,140 @@
+"""The public calibration entry point, :func:`calibrate`.
+
+It routes a federation to the right federated calibrator:
+
+=================  ===========================  ==========================================
+task (fed.kind)    method                       implementation
+=================  ===========================  ==========================================
+binary             "binning"                    :func:`fedeval.calibration.binning.histogram_binning`
+binary             "bbq"                        :func:`fedeval.calibration.bbq.bbq`
+probabilities,     "binning", "bbq",            ``fedeval.calibration.federated.calibrate_multiclass``
+logits             "temperature", "vector",     (FedBin/FedBBQ and FedTemp/FedVector/FedMatrix/
+                   "matrix", "op-vector"        FedOPVector over rounds)
+=================  ===========================  ==========================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Literal
+
+from fedeval._rng import RNGLike
+from fedeval.calibration.base import Calibrator
+from fedeval.data import Federation
+
+__all__ = ["METHODS", "Method", "calibrate"]
+
+Method = Literal["binning", "bbq", "temperature", "vector", "matrix", "op-vector"]
+
+METHODS: tuple[str, ...] = ("binning", "bbq", "temperature", "vector", "matrix", "op-vector")
+_BINARY_METHODS = ("binning", "bbq")
+_SCALING = ("temperature", "vector", "matrix", "op-vector")
+
+
+def calibrate(
+    fed: Federation,
+    privacy: Any,
+    *,
+    method: Method = "bbq",
+    rng: RNGLike = None,
+    **options: Any,
+) -> Calibrator:
+    """Learn a calibrator from federated data under a privacy model.
+
+    Parameters
+    ----------
+    fed : Federation
+        Binary scores (``fed.kind == "binary"``) or multiclass probabilities /
+        logits (``"probabilities"``, ``"logits"``).
+    privacy : privacy model
+        Binary: :class:`~fedeval.privacy.models.SecureAggregation`,
+        :class:`~fedeval.privacy.models.DistributedDP` or
+        :class:`~fedeval.privacy.models.LocalDP`. Multiclass: as accepted by
+        ``fedeval.calibration.federated.calibrate_multiclass`` (e.g.
+        ``UserLevelDP``).
+    method : {"binning", "bbq", "temperature", "vector", "matrix", "op-vector"}
+        Binary tasks support "binning" (histogram binning, Cormode–Markov §6)
+        and "bbq" (Bayesian binning into quantiles, §7.3). Multiclass tasks
+        support all methods.
+    rng : int, Generator or None
+        Source of every random draw (noise, client sampling).
+    **options
+        Passed to the implementation: for binary tasks see
+        :func:`~fedeval.calibration.binning.histogram_binning` (``n_bins``,
+        ``height``, ``branching``, ``level_budget``, ``path``, ``ledger``) and
+        :func:`~fedeval.calibration.bbq.bbq` (``candidate_bins``,
+        ``n_candidates``, ``prior_strength``, ...).
+
+    Returns
+    -------
+    Calibrator
+        ``predict_proba`` maps scores (n,) to P(y = 1), or logits/probabilities
+        (n, c) to calibrated rows; ``to_json`` ships it to clients.
+
+    Raises
+    ------
+    TypeError
+        ``fed`` is not a Federation; unsupported privacy model; unknown option.
+    ValueError
+        Unknown ``method``, or a method that does not fit the task (scaling
+        methods on binary scores).
+    BudgetExceededError
+        The ledger cannot afford the release.
+
+    Privacy
+    -------
+    Binary: one release, the per-class score hierarchy, with the guarantee of
+    ``privacy``; the calibrator records it and the ledger entries. Multiclass:
+    as documented by ``calibrate_multiclass`` (T rounds, composed).
+
+    References
+    ----------
+    cormode-markov-2023-federated-calibration-evaluation §6, §7.3;
+    private-federated-multiclass-calibration §4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fedeval.calibration.api import calibrate
+    >>> from fedeval.data import Federation
+    >>> from fedeval.privacy.models import SecureAggregation
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.random(10_000)
+    >>> y = (rng.random(10_000) < s**2).astype(int)
+    >>> fed = Federation.from_arrays(s, y)
+    >>> cal = calibrate(fed, SecureAggregation(), method="binning", rng=0)
+    >>> bool(abs(cal.predict_proba(np.array([0.5]))[0] - 0.25) < 0.05)
+    True
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown calibration method {method!r}; choose one of {list(METHODS)}")
+    if not isinstance(fed, Federation):
+        raise TypeError(f"fed must be a fedeval.Federation, got {type(fed).__name__}")
+    if fed.kind == "binary":
+        if method in _SCALING:
+            raise ValueError(
+                f"method {method!r} scales multiclass logits (c >= 2 columns); this federation "
+                "holds binary scores (1-D). Use method='binning' or method='bbq' for binary "
+                "scores, or build the federation from (n, 2) logits/probabilities "
+                "(kind='logits' or 'probabilities') to use scaling."
+            )
+        if method == "binning":
+            from fedeval.calibration.binning import histogram_binning
+
+            return histogram_binning(fed, privacy, rng=rng, **options)
+        from fedeval.calibration.bbq import bbq
+
+        return bbq(fed, privacy, rng=rng, **options)
+    # Multiclass: the rounds-based implementation lives in calibration.federated,
+    # imported lazily (and by name, so this module type-checks without it).
+    try:
+        federated = importlib.import_module("fedeval.calibration.federated")
+    except ImportError as exc:  # pragma: no cover - depends on the other module's presence
+        raise NotImplementedError(
+            f"multiclass calibration (kind={fed.kind!r}) needs fedeval.calibration.federated, "
+            f"which could not be imported: {exc}"
+        ) from exc
+    result: Calibrator = federated.calibrate_multiclass(
+        fed, privacy, method=method, rng=rng, **options
+    )
+    return result

@@ -1,0 +1,485 @@
+"""Federated histogram binning of binary scores (Cormode–Markov §6).
+
+Pipeline
+--------
+1. **Release** (the only private step): one per-class hierarchical score
+   histogram, :func:`fedeval.sketches.hierarchy.release_hierarchy`, under
+   secure aggregation, distributed DP or local DP.
+2. **Post-processing** (free, every step named in the calibrator's
+   ``post_processing`` record):
+
+   a. consistency of the tree (Hay et al. 2010);
+   b. equi-depth bucket boundaries from the private quantiles of all scores,
+      **snapped to the nearest leaf edge** (duplicates merged), so that every
+      bucket is a union of leaves and its per-class counts are sums of released
+      leaves, with no within-leaf interpolation;
+   c. per-bucket positive fraction ``P_j / (P_j + N_j)`` from the per-class
+      counts; buckets whose estimated total is not positive take the overall
+      positive fraction;
+   d. clamping of the fractions to [0, 1] (noise can push a ratio of noisy
+      counts outside it).
+
+Bucket convention
+-----------------
+Buckets are left-closed, ``[e_j, e_{j+1})``, the last one also holding the upper
+domain end, like the leaves of the hierarchy (``fedeval.sketches.histogram``).
+Scores outside ``[e_0, e_B]`` are mapped to the first/last bucket.
+
+Number of buckets
+-----------------
+Unless given, ``B = round(M^{1/3})`` under secure aggregation and distributed DP
+(Theorems 7 and 8: bucket bias ℓ/B balanced against sampling error √(B/M)), and
+``B = round(sqrt(ε · sqrt(M)))`` under local DP (Theorem 8: privacy error
+B/(ε√M) balanced against √(B/M)). ``M`` is the *released* total count
+(post-processing, so choosing B costs nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedeval._rng import RNGLike
+from fedeval._validation import check_int_at_least
+from fedeval.aggregation import Path
+from fedeval.calibration.base import Calibrator, register
+from fedeval.data import Federation
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
+from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget, release_hierarchy
+
+__all__ = [
+    "HistogramBinningCalibrator",
+    "binning_from_hierarchy",
+    "default_n_bins",
+    "histogram_binning",
+]
+
+BinaryPrivacy = SecureAggregation | DistributedDP | LocalDP
+
+#: Hierarchy height used by Cormode–Markov §7 for every experiment.
+DEFAULT_HEIGHT = 10
+
+
+# ----------------------------------------------------------------- calibrator
+@register
+@dataclass(frozen=True, eq=False)
+class HistogramBinningCalibrator(Calibrator):
+    """Histogram-binning calibrator: a score's calibrated probability is its bucket's.
+
+    Attributes
+    ----------
+    edges : ndarray, shape (B + 1,)
+        Increasing bucket boundaries; buckets are ``[e_j, e_{j+1})``, the last
+        closed.
+    probabilities : ndarray, shape (B,)
+        Calibrated P(y = 1) of each bucket, in [0, 1].
+    std_errors : ndarray, shape (B,)
+        Standard error of each probability due to the privacy noise (delta
+        method on the per-class count variances; 0 under secure aggregation).
+        Sampling error of the finite calibration set is not included.
+    positive_counts, negative_counts : ndarray, shape (B,)
+        Released (noisy, consistent) per-class counts of each bucket.
+    post_processing : list of str
+        The named post-processing steps applied to the release, in order.
+    privacy : str
+        The guarantee of the release the calibrator was built from.
+    epsilon : float or None
+        ε of that release; None for secure aggregation alone (no DP).
+    delta : float
+    ledger : list of dict
+        The ledger entries charged by the release (label, epsilon, delta, unit,
+        details).
+    """
+
+    kind: ClassVar[str] = "histogram-binning"
+    array_fields: ClassVar[tuple[str, ...]] = (
+        "edges",
+        "probabilities",
+        "std_errors",
+        "positive_counts",
+        "negative_counts",
+    )
+
+    edges: NDArray[np.float64]
+    probabilities: NDArray[np.float64]
+    std_errors: NDArray[np.float64]
+    positive_counts: NDArray[np.float64]
+    negative_counts: NDArray[np.float64]
+    post_processing: list[str] = field(default_factory=list)
+    privacy: str = ""
+    epsilon: float | None = None
+    delta: float = 0.0
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def n_bins(self) -> int:
+        return int(self.probabilities.shape[0])
+
+    @property
+    def epsilon_spent(self) -> float:
+        """ε of the release (``inf`` when no DP was applied)."""
+        return math.inf if self.epsilon is None else float(self.epsilon)
+
+    def predict_proba(self, scores: Any) -> NDArray[np.float64]:
+        """Calibrated P(y = 1) of each score.
+
+        Parameters
+        ----------
+        scores : array-like of float, shape (n,)
+            Raw scores; values outside the calibrator's domain go to the first
+            or last bucket.
+
+        Returns
+        -------
+        ndarray of float64, shape (n,)
+
+        Raises
+        ------
+        ValueError
+            NaN/inf scores or a shape other than (n,).
+        TypeError
+            Non-numeric scores.
+        """
+        s = _check_raw_scores(scores)
+        return self.probabilities[_bucket_of(self.edges, s)]
+
+
+# ------------------------------------------------------------------- helpers
+def _check_raw_scores(scores: Any) -> NDArray[np.float64]:
+    arr = np.asarray(scores)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"scores must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 1:
+        raise ValueError(f"a binary calibrator takes scores of shape (n,), got shape {arr.shape}")
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"scores contains NaN or inf (first at index {bad}: {arr[bad]})")
+    return arr
+
+
+def _bucket_of(edges: NDArray[np.float64], s: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Left-closed buckets [e_j, e_{j+1}); out-of-domain scores go to the end buckets."""
+    return np.searchsorted(edges[1:-1], s, side="right")
+
+
+def _check_binary_inputs(fed: Any, privacy: Any) -> None:
+    if not isinstance(fed, Federation):
+        raise TypeError(f"fed must be a fedeval.Federation, got {type(fed).__name__}")
+    if fed.kind != "binary":
+        raise ValueError(
+            f"binary histogram binning needs a binary federation (1-D scores), got "
+            f"kind={fed.kind!r}; use method='bbq'/'temperature'/... via fedeval.calibrate "
+            "for multiclass tasks"
+        )
+    if not isinstance(privacy, SecureAggregation | DistributedDP | LocalDP):
+        raise TypeError(
+            "binary calibration supports SecureAggregation, DistributedDP and LocalDP, "
+            f"got {type(privacy).__name__}"
+        )
+
+
+def default_n_bins(n_examples: float, privacy: BinaryPrivacy) -> int:
+    """Number of buckets B from the error bounds of Cormode–Markov Theorems 7–8.
+
+    Parameters
+    ----------
+    n_examples : float
+        M, the (estimated) number of calibration examples (clipped below at 1).
+    privacy : SecureAggregation, DistributedDP or LocalDP
+
+    Returns
+    -------
+    int
+        ``round(M^{1/3})`` for secure aggregation and distributed DP (Theorem 7,
+        and Theorem 8 for DistDP where the privacy term B/(εM) is dominated);
+        ``round(sqrt(ε · sqrt(M)))`` for local DP (Theorem 8). At least 1.
+
+    References
+    ----------
+    cormode-markov-2023-federated-calibration-evaluation Theorems 7 and 8.
+    """
+    m = max(float(n_examples), 1.0)
+    if isinstance(privacy, LocalDP):
+        b = math.sqrt(privacy.epsilon * math.sqrt(m))
+    else:
+        b = m ** (1.0 / 3.0)
+    return max(1, round(b))
+
+
+def _default_height(fed: Federation, privacy: BinaryPrivacy, n_bins: int | None) -> int:
+    if isinstance(privacy, SecureAggregation):
+        # Exact sums: finer leaves only sharpen the quantiles.
+        return DEFAULT_HEIGHT
+    # Under DP every level costs budget (DistDP: ε/h per level; LDP: M/h reports
+    # per level), and B buckets only need ~2B leaves: a shallower tree is more
+    # accurate (measured in benchmarks/bench_calibration_binary.py). The height
+    # is chosen before the release, from the requested B or the rule at the
+    # number of examples, which the protocol treats as public (M is a known
+    # parameter in Cormode–Markov).
+    b = n_bins if n_bins is not None else default_n_bins(fed.n_examples, privacy)
+    return int(min(DEFAULT_HEIGHT, max(3, math.ceil(math.log2(2 * b)))))
+
+
+def _release(
+    fed: Federation,
+    privacy: BinaryPrivacy,
+    *,
+    n_bins: int | None = None,
+    height: int | None,
+    branching: int,
+    level_budget: LevelBudget,
+    path: Path,
+    rng: RNGLike,
+    ledger: BudgetLedger | None,
+) -> HierarchicalHistogram:
+    h = _default_height(fed, privacy, n_bins) if height is None else height
+    return release_hierarchy(
+        fed,
+        privacy,
+        height=h,
+        branching=branching,
+        level_budget=level_budget,
+        path=path,
+        rng=rng,
+        ledger=ledger,
+    )
+
+
+def snapped_equi_depth_leaf_edges(hist: HierarchicalHistogram, n_bins: int) -> NDArray[np.intp]:
+    """Leaf-edge indices (0..n_leaves) of ~equi-depth buckets; duplicates merged.
+
+    The private quantiles of all scores (both classes) are rounded to the
+    nearest leaf edge. Post-processing of the release.
+    """
+    lo, _ = hist.spec.score_range
+    n_leaves = hist.spec.n_leaves
+    edges = hist.equi_depth_edges(n_bins)
+    idx = np.rint((edges - lo) / hist.spec.leaf_width).astype(np.intp)
+    idx = np.clip(idx, 0, n_leaves)
+    idx[0], idx[-1] = 0, n_leaves
+    return np.unique(idx)
+
+
+def bucket_counts(
+    hist: HierarchicalHistogram, leaf_edges: NDArray[np.intp]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-class counts (negatives, positives) of the buckets between leaf edges.
+
+    ``hist`` must be consistent, so that sums of leaves equal the node-set
+    answers of the same ranges.
+    """
+    cum = np.concatenate([np.zeros((2, 1)), np.cumsum(hist.leaves, axis=1)], axis=1)
+    counts = cum[:, leaf_edges[1:]] - cum[:, leaf_edges[:-1]]
+    return counts[0], counts[1]
+
+
+def _privacy_record(hist: HierarchicalHistogram) -> dict[str, Any]:
+    g = hist.guarantee
+    return {
+        "privacy": str(g),
+        "epsilon": None if math.isinf(g.epsilon) else float(g.epsilon),
+        "delta": float(g.delta),
+        "ledger": [asdict(e) for e in hist.ledger_entries],
+    }
+
+
+def _positive_fraction(
+    pos: NDArray[np.float64],
+    neg: NDArray[np.float64],
+    overall: float,
+) -> tuple[NDArray[np.float64], list[str]]:
+    """Post-processing steps (c) and (d) of the module docstring."""
+    steps: list[str] = []
+    total = pos + neg
+    empty = total <= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(empty, overall, pos / np.where(empty, 1.0, total))
+    if empty.any():
+        steps.append(
+            f"empty buckets: {int(empty.sum())} of {pos.size} buckets with estimated total "
+            f"<= 0 take the overall positive fraction {overall:.4g}"
+        )
+    clamped = np.clip(frac, 0.0, 1.0)
+    n_changed = int(np.count_nonzero(clamped != frac))
+    steps.append(f"clamp bucket fractions to [0, 1] ({n_changed} of {pos.size} buckets changed)")
+    return clamped, steps
+
+
+def _overall_fraction(hist: HierarchicalHistogram) -> float:
+    tot = np.maximum(hist.totals(), 0.0)
+    s = float(tot.sum())
+    return float(tot[1] / s) if s > 0 else 0.5
+
+
+# ------------------------------------------------------------------- public
+def binning_from_hierarchy(
+    hist: HierarchicalHistogram, *, n_bins: int | None = None, privacy: BinaryPrivacy | None = None
+) -> HistogramBinningCalibrator:
+    """Histogram-binning calibrator from a released score hierarchy (post-processing only).
+
+    Parameters
+    ----------
+    hist : HierarchicalHistogram
+        A binary (two-class) release from
+        :func:`~fedeval.sketches.hierarchy.release_hierarchy`; made consistent
+        here if it is not.
+    n_bins : int, optional
+        Number of equi-depth buckets requested, B >= 1 (fewer result when
+        snapped boundaries coincide). Default :func:`default_n_bins` of the
+        released total.
+    privacy : model, optional
+        Only used for the default B (its ε under local DP); default: SA rule.
+
+    Returns
+    -------
+    HistogramBinningCalibrator
+
+    Privacy
+    -------
+    None consumed: this is post-processing of ``hist``, whose ledger entries the
+    calibrator records.
+
+    References
+    ----------
+    cormode-markov-2023-federated-calibration-evaluation §6, Theorems 7–8;
+    Zadrozny and Elkan, "Learning and making decisions when costs and
+    probabilities are both unknown", KDD 2001 (histogram binning).
+    """
+    if hist.spec.n_classes != 2:
+        raise ValueError(f"binning needs a two-class hierarchy, got {hist.spec.n_classes} classes")
+    steps = []
+    if not hist.is_consistent:
+        hist = hist.consistent()
+    steps.append("consistency (Hay et al. 2010)")
+    m_hat = float(np.maximum(hist.totals(), 0.0).sum())
+    if n_bins is None:
+        nb = default_n_bins(m_hat, privacy if privacy is not None else SecureAggregation())
+    else:
+        nb = check_int_at_least(n_bins, 1, name="n_bins")
+    nb = min(nb, hist.spec.n_leaves)
+    leaf_edges = snapped_equi_depth_leaf_edges(hist, nb)
+    steps.append(
+        f"equi-depth boundaries from private quantiles, snapped to leaf edges "
+        f"({nb} requested, {leaf_edges.size - 1} distinct)"
+    )
+    neg, pos = bucket_counts(hist, leaf_edges)
+    lo, _ = hist.spec.score_range
+    edges = lo + leaf_edges.astype(np.float64) * hist.spec.leaf_width
+    edges[-1] = hist.spec.score_range[1]
+    # Exact noise variances of the bucket counts on the consistent tree.
+    _, var_pos = hist.range_counts(edges[:-1], edges[1:], cls=1)
+    _, var_neg = hist.range_counts(edges[:-1], edges[1:], cls=0)
+    probs, more = _positive_fraction(pos, neg, _overall_fraction(hist))
+    steps.extend(more)
+    total = pos + neg
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.where(
+            total > 0,
+            np.sqrt(neg**2 * var_pos + pos**2 * var_neg) / np.where(total > 0, total, 1.0) ** 2,
+            np.nan,
+        )
+    return HistogramBinningCalibrator(
+        edges=edges,
+        probabilities=probs,
+        std_errors=se,
+        positive_counts=pos,
+        negative_counts=neg,
+        post_processing=steps,
+        **_privacy_record(hist),
+    )
+
+
+def histogram_binning(
+    fed: Federation,
+    privacy: BinaryPrivacy,
+    *,
+    n_bins: int | None = None,
+    height: int | None = None,
+    branching: int = 2,
+    level_budget: LevelBudget = "split",
+    path: Path = "fast",
+    rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
+) -> HistogramBinningCalibrator:
+    """Federated histogram-binning calibration of a binary score (Cormode–Markov §6).
+
+    One private release of per-class hierarchical score histograms, then
+    equi-depth buckets from its quantiles and each bucket's positive fraction
+    (see the module docstring for every post-processing step).
+
+    Parameters
+    ----------
+    fed : Federation
+        Binary task: 1-D scores in ``fed.score_range``, labels 0/1.
+    privacy : SecureAggregation, DistributedDP or LocalDP
+    n_bins : int, optional
+        Number of buckets B >= 1. Default: ``round(M^{1/3})`` (SA, DistDP) or
+        ``round(sqrt(ε sqrt(M)))`` (LDP), M the released total
+        (:func:`default_n_bins`).
+    height : int, optional
+        Hierarchy height. Default: 10 under secure aggregation (Cormode–Markov
+        §7); under DistDP and LDP ``ceil(log2(2 B))`` clipped to [3, 10], with
+        B the requested ``n_bins`` or the default rule at the number of
+        examples (every level costs budget, and B buckets need only ~2B
+        leaves).
+    branching : int
+        Hierarchy branching factor (default 2, as the paper).
+    level_budget : {"split", "assign"}
+        Distributed DP budget strategy across levels (see
+        :func:`~fedeval.sketches.hierarchy.release_hierarchy`).
+    path : {"fast", "faithful"}
+        Simulation path of the federated sum.
+    rng : int, Generator or None
+        Source of all noise (and of the client-to-level assignment).
+    ledger : BudgetLedger, optional
+        Charged once for the hierarchy release; by default a fresh ledger
+        holding the model's budget.
+
+    Returns
+    -------
+    HistogramBinningCalibrator
+        Records the guarantee and the ledger entries of the release.
+
+    Raises
+    ------
+    TypeError
+        ``fed`` is not a Federation, or an unsupported privacy model.
+    ValueError
+        Multiclass federation, ``n_bins < 1``, bad hierarchy parameters.
+    BudgetExceededError
+        The ledger cannot afford the release (nothing is released).
+
+    Privacy
+    -------
+    Exactly one release: the per-class score hierarchy. Secure aggregation: no
+    DP (exact sums). Distributed DP: ε-DP (or (ε, δ) with Skellam) per example
+    or per client, as ``privacy`` states. Local DP: ε-LDP per example.
+    Everything after the release is post-processing.
+
+    References
+    ----------
+    cormode-markov-2023-federated-calibration-evaluation §6 (Theorems 7–8) and
+    §7.3.
+    """
+    _check_binary_inputs(fed, privacy)
+    if n_bins is not None:
+        check_int_at_least(n_bins, 1, name="n_bins")
+    hist = _release(
+        fed,
+        privacy,
+        n_bins=n_bins,
+        height=height,
+        branching=branching,
+        level_budget=level_budget,
+        path=path,
+        rng=rng,
+        ledger=ledger,
+    )
+    return binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy)
