@@ -1,0 +1,233 @@
+"""The fast (exact-in-distribution) and faithful (per-client) paths agree in distribution.
+
+Each test releases the same hierarchy R times on each path and compares the
+per-node noise (released - true) with the closed form and across paths.
+
+Tolerances
+----------
+* A sample mean of N i.i.d. draws with variance σ² lies within 5σ/√N of the
+  true mean (a 5-sigma band; nodes of one release have independent noise, so
+  every node of every repetition is one draw).
+* A sample variance lies within 5 standard errors of σ², with
+  SE² = (μ4 - σ⁴)/N from the exact fourth central moment μ4.
+* Distributions: chi-square goodness of fit against the exact pmf, and a
+  chi-square homogeneity test between the two paths, each with p > 1e-4.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fedeval.aggregation import federated_sum, limit_contributions
+from fedeval.data import Federation
+from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
+from fedeval.privacy.skellam import SkellamShares
+from fedeval.sketches.hierarchy import release_hierarchy
+
+pytestmark = pytest.mark.statistical
+
+N_CLIENTS = 30
+PER_CLIENT = 20
+HEIGHT = 3
+R = 300
+P_MIN = 1e-4
+
+
+def _federation(identical_clients: bool) -> Federation:
+    gen = np.random.default_rng(123)
+    if identical_clients:
+        s = gen.random(PER_CLIENT)
+        y = gen.integers(0, 2, PER_CLIENT)
+        scores, labels = np.tile(s, N_CLIENTS), np.tile(y, N_CLIENTS)
+    else:
+        scores = gen.random(N_CLIENTS * PER_CLIENT)
+        labels = gen.integers(0, 2, N_CLIENTS * PER_CLIENT)
+    clients = np.repeat(np.arange(N_CLIENTS), PER_CLIENT)
+    return Federation.from_arrays(scores, labels, clients)
+
+
+def _noise(fed: Federation, privacy: object, path: str, seed: int) -> np.ndarray:
+    """(R, n_nodes) released minus true counts, every node of both classes."""
+    true = np.concatenate(
+        [lv.ravel() for lv in release_hierarchy(fed, SecureAggregation(), height=HEIGHT).levels]
+    )
+    gen = np.random.default_rng(seed)
+    out = np.empty((R, true.size))
+    for r in range(R):
+        hist = release_hierarchy(fed, privacy, height=HEIGHT, path=path, rng=gen)  # type: ignore[arg-type]
+        out[r] = np.concatenate([lv.ravel() for lv in hist.levels]) - true
+    return out
+
+
+def _check_moments(x: np.ndarray, var: float, mu4: float) -> None:
+    n = x.size
+    assert abs(x.mean()) <= 5 * math.sqrt(var / n), (x.mean(), var)
+    se = math.sqrt((mu4 - var**2) / n)
+    assert abs(x.var() - var) <= 5 * se, (x.var(), var, se)
+
+
+def test_distdp_polya_fast_and_faithful_agree(
+    dlaplace: Callable[..., tuple],
+    two_sample_chi2_pvalue: Callable[..., float],
+    gof_pvalue_int: Callable[..., float],
+) -> None:
+    eps = 1.0
+    fed = _federation(identical_clients=False)
+    alpha = math.exp(-eps / HEIGHT)
+    pmf, var, mu4 = dlaplace(alpha)
+    assert var == pytest.approx(2 * alpha / (1 - alpha) ** 2)
+    hist = release_hierarchy(fed, DistributedDP(eps), height=HEIGHT, rng=0)
+    for nv in hist.node_variance:
+        np.testing.assert_allclose(nv, var, rtol=1e-12)
+    samples = {}
+    for path, seed in (("fast", 1), ("faithful", 2)):
+        x = _noise(fed, DistributedDP(eps), path, seed)
+        assert np.all(x == np.round(x))  # integer noise on counts
+        _check_moments(x.ravel(), var, mu4)
+        assert gof_pvalue_int(x.astype(np.int64), pmf) > P_MIN
+        samples[path] = x.astype(np.int64).ravel()
+    assert two_sample_chi2_pvalue(samples["fast"], samples["faithful"]) > P_MIN
+
+
+def test_distdp_skellam_fast_and_faithful_agree(
+    two_sample_chi2_pvalue: Callable[..., float],
+    gof_pvalue_int: Callable[..., float],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # SkellamShares.calibrate (a deterministic numerical RDP search, ~40 ms) runs on
+    # every release; memoise it so the 2R releases stay fast. Sampling is untouched.
+    calibrate = SkellamShares.calibrate
+    memo: dict[tuple[object, ...], SkellamShares] = {}
+
+    def calibrate_once(*args: object, **kwargs: object) -> SkellamShares:
+        key = (*args, *sorted(kwargs.items()))
+        if key not in memo:
+            memo[key] = calibrate(*args, **kwargs)  # type: ignore[arg-type]
+        return memo[key]
+
+    monkeypatch.setattr(SkellamShares, "calibrate", calibrate_once)
+    eps, delta = 1.0, 1e-5
+    model = DistributedDP(eps, noise="skellam", delta=delta)
+    fed = _federation(identical_clients=False)
+    # The whole vector is calibrated by RDP: L1 = h, L2 = sqrt(h) per example.
+    mu = SkellamShares.calibrate(eps, delta, HEIGHT, math.sqrt(HEIGHT), N_CLIENTS).mu
+    var = 2 * mu  # Poisson(μ) - Poisson(μ): cumulants κ2 = κ4 = 2μ
+    mu4 = 2 * mu + 3 * var**2
+    hist = release_hierarchy(fed, model, height=HEIGHT, rng=0)
+    np.testing.assert_allclose(hist.node_variance[0], var, rtol=1e-9)
+
+    def pmf(k: np.ndarray) -> np.ndarray:
+        return stats.skellam.pmf(k, mu, mu)
+
+    samples = {}
+    for path, seed in (("fast", 3), ("faithful", 4)):
+        x = _noise(fed, model, path, seed)
+        _check_moments(x.ravel(), var, mu4)
+        assert gof_pvalue_int(x.astype(np.int64), pmf) > P_MIN
+        samples[path] = x.astype(np.int64).ravel()
+    assert two_sample_chi2_pvalue(samples["fast"], samples["faithful"]) > P_MIN
+
+
+def test_ldp_oue_fast_and_faithful_agree(two_sample_chi2_pvalue: Callable[..., float]) -> None:
+    """LDP/OUE with identical clients, so the random split of clients into levels
+    adds no sampling error: each of the h groups holds m = M/h clients whose true
+    count is c/h, and the released node is h·(OUE estimate over n = m·PER_CLIENT
+    reports). Wang et al. (2017): Var[estimate] = (c' p(1-p) + (n-c') q(1-q))/(p-q)²
+    with p = 1/2, q = 1/(e^ε+1), c' the group's true count."""
+    eps = 2.0
+    fed = _federation(identical_clients=True)
+    true = np.concatenate(
+        [lv.ravel() for lv in release_hierarchy(fed, SecureAggregation(), height=HEIGHT).levels]
+    )
+    p, q = 0.5, 1.0 / (math.exp(eps) + 1.0)
+    n_rep = (N_CLIENTS // HEIGHT) * PER_CLIENT
+    c = true / HEIGHT
+    k2 = c * p * (1 - p) + (n_rep - c) * q * (1 - q)  # variance of the group's bit count
+    k4 = c * p * (1 - p) * (1 - 6 * p * (1 - p)) + (n_rep - c) * q * (1 - q) * (1 - 6 * q * (1 - q))
+    var = HEIGHT**2 * k2 / (p - q) ** 2
+    # Var[z²] for z = standardised estimate: μ4/σ⁴ - 1 = κ4/κ2² + 2 (binomial cumulants).
+    var_z2 = float(np.mean(k4 / k2**2 + 2.0))
+    samples = {}
+    for path, seed in (("fast", 5), ("faithful", 6)):
+        x = _noise(fed, LocalDP(eps), path, seed)
+        z = (x / np.sqrt(var)).ravel()
+        n = z.size
+        assert abs(z.mean()) <= 5 / math.sqrt(n)
+        assert abs(np.mean(z**2) - 1.0) <= 5 * math.sqrt(var_z2 / n)
+        # The server received integer bit counts obs = released·(p-q)/h + n q; compare
+        # obs minus a fixed integer offset per node (its rounded mean) across paths.
+        obs_float = (x + true) * (p - q) / HEIGHT + n_rep * q
+        obs = np.round(obs_float).astype(np.int64)
+        np.testing.assert_allclose(obs_float, obs, rtol=0, atol=1e-6)
+        offset = np.round(c * p + (n_rep - c) * q).astype(np.int64)
+        samples[path] = (obs - offset).ravel()
+    assert two_sample_chi2_pvalue(samples["fast"], samples["faithful"]) > P_MIN
+    ks = stats.ks_2samp(samples["fast"], samples["faithful"])
+    assert ks.pvalue > P_MIN
+
+
+def test_distdp_dropout_calibrated_shares_fast_and_faithful_agree() -> None:
+    """min_clients_fraction = 1/2: each of the M shares is Pólya(2/M, α) - Pólya(2/M, α)
+    so that any M/2 of them reach discrete Laplace; all M together give
+    Pólya(2, α) - Pólya(2, α), whose cumulants are twice the discrete Laplace's
+    (κ2 = 2·2α/(1-α)², κ4 = 2·2α(1+4α+α²)/(1-α)⁴). Both paths must show it, and
+    the reported node variance must say so."""
+    eps = 1.0
+    model = DistributedDP(eps, min_clients_fraction=0.5)
+    fed = _federation(identical_clients=False)
+    alpha = math.exp(-eps / HEIGHT)
+    k2 = 2 * 2 * alpha / (1 - alpha) ** 2
+    k4 = 2 * 2 * alpha * (1 + 4 * alpha + alpha**2) / (1 - alpha) ** 4
+    hist = release_hierarchy(fed, model, height=HEIGHT, rng=0)
+    np.testing.assert_allclose(hist.node_variance[-1], k2, rtol=1e-12)
+    for path, seed in (("fast", 7), ("faithful", 8)):
+        _check_moments(_noise(fed, model, path, seed).ravel(), k2, k4 + 3 * k2**2)
+
+
+def test_limit_contributions_keeps_a_uniform_subset() -> None:
+    """Each client keeps min(n_i, bound) of its examples, chosen uniformly: over
+    R_LIMIT draws each of a 5-example client's examples is kept Binomial(R, 2/5)
+    times; the 5 counts are tested by chi-square against 2R/5 (p > 1e-4)."""
+    scores = np.arange(12) / 12
+    labels = np.arange(12) % 2
+    clients = np.array([0] * 5 + [1] * 2 + [2] * 5)
+    fed = Federation.from_arrays(scores, labels, clients)
+    assert limit_contributions(fed, 5, np.random.default_rng(0)) is fed
+    gen = np.random.default_rng(9)
+    r_limit = 3000
+    kept = np.zeros(12)
+    for _ in range(r_limit):
+        out = limit_contributions(fed, 2, gen)
+        np.testing.assert_array_equal(out.client_sizes, [2, 2, 2])
+        for i in range(3):
+            view = out.client(i)
+            rows = np.searchsorted(scores, view.scores)
+            assert np.all(clients[rows] == fed.client_ids[i])  # own examples only
+            np.testing.assert_array_equal(view.labels, labels[rows])
+            kept[rows] += 1
+    np.testing.assert_array_equal(kept[5:7], r_limit)  # client at the bound: unchanged
+    for block in (kept[:5], kept[7:]):
+        assert block.sum() == 2 * r_limit
+        assert stats.chisquare(block, np.full(5, 2 * r_limit / 5)).pvalue > P_MIN
+
+
+def test_federated_sum_rejects_bad_path_and_encoder() -> None:
+    fed = _federation(identical_clients=False)
+
+    def encode(s: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
+        return np.bincount(y, minlength=2)
+
+    with pytest.raises(ValueError, match="path"):
+        federated_sum(fed, encode, 2, noise=None, path="slow")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="expected"):
+        federated_sum(fed, encode, 3, noise=None, path="faithful")
+    fast = federated_sum(fed, encode, 2, noise=None, path="fast")
+    faithful = federated_sum(fed, encode, 2, noise=None, path="faithful")
+    np.testing.assert_array_equal(fast.values, faithful.values)
+    assert fast.noise_variance == 0.0
+    assert fast.n_clients == N_CLIENTS

@@ -1,0 +1,308 @@
+"""Federation builders and readers: round trips, views, grouping and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from fedeval.data import Federation, read
+
+
+def _toy(n: int = 50, n_clients: int = 7, seed: int = 0) -> tuple[np.ndarray, ...]:
+    gen = np.random.default_rng(seed)
+    scores = gen.random(n)
+    labels = gen.integers(0, 2, n)
+    clients = gen.integers(0, n_clients, n)
+    return scores, labels, clients
+
+
+def _as_sets(fed: Federation) -> dict[object, list[tuple[float, int]]]:
+    """Each client's examples, as sorted (score, label) lists keyed by client id."""
+    return {
+        view.client_id: sorted(zip(view.scores.tolist(), view.labels.tolist(), strict=True))
+        for view in fed.clients()
+    }
+
+
+def _expected_sets(
+    scores: np.ndarray, labels: np.ndarray, clients: np.ndarray
+) -> dict[object, list[tuple[float, int]]]:
+    out: dict[object, list[tuple[float, int]]] = {}
+    for s, y, c in zip(scores.tolist(), labels.tolist(), clients.tolist(), strict=True):
+        out.setdefault(c, []).append((s, y))
+    return {c: sorted(v) for c, v in out.items()}
+
+
+# ------------------------------------------------------------------ builders
+def test_from_arrays_without_clients_is_one_example_per_client() -> None:
+    scores, labels, _ = _toy()
+    fed = Federation.from_arrays(scores, labels)
+    assert fed.n_examples == fed.n_clients == 50
+    assert fed.kind == "binary"
+    assert fed.n_classes == 2
+    np.testing.assert_array_equal(fed.scores, scores)
+    np.testing.assert_array_equal(fed.labels, labels)
+    np.testing.assert_array_equal(fed.client_sizes, np.ones(50))
+    np.testing.assert_array_equal(fed.client_index, np.arange(50))
+
+
+def test_grouping_preserves_each_clients_examples() -> None:
+    scores, labels, clients = _toy(200, 13)
+    fed = Federation.from_arrays(scores, labels, clients)
+    assert fed.n_examples == 200
+    assert fed.n_clients == np.unique(clients).size
+    assert _as_sets(fed) == _expected_sets(scores, labels, clients)
+    # Grouped storage: offsets delimit contiguous slices, client_index agrees.
+    np.testing.assert_array_equal(np.diff(fed.offsets), fed.client_sizes)
+    np.testing.assert_array_equal(
+        fed.client_index, np.repeat(np.arange(fed.n_clients), fed.client_sizes)
+    )
+    assert fed.scores.dtype == np.float64
+    assert fed.labels.dtype == np.int64
+
+
+def test_string_client_ids_are_kept() -> None:
+    fed = Federation.from_arrays([0.1, 0.2, 0.3], [0, 1, 1], ["b", "a", "b"])
+    assert fed.n_clients == 2
+    assert _as_sets(fed) == {"a": [(0.2, 1)], "b": [(0.1, 0), (0.3, 1)]}
+
+
+def test_client_views_are_views_not_copies() -> None:
+    scores, labels, clients = _toy(100, 5)
+    fed = Federation.from_arrays(scores, labels, clients)
+    for i, view in enumerate(fed.clients()):
+        assert np.shares_memory(view.scores, fed.scores)
+        assert np.shares_memory(view.labels, fed.labels)
+        assert view.n_examples == fed.client_sizes[i]
+    with pytest.raises(IndexError):
+        fed.client(fed.n_clients)
+
+
+def test_subset_keeps_the_chosen_clients() -> None:
+    scores, labels, clients = _toy(100, 6)
+    fed = Federation.from_arrays(scores, labels, clients)
+    sub = fed.subset([4, 1])
+    assert sub.n_clients == 2
+    full = _as_sets(fed)
+    assert _as_sets(sub) == {
+        fed.client_ids[4]: full[fed.client_ids[4]],
+        fed.client_ids[1]: full[fed.client_ids[1]],
+    }
+    with pytest.raises(ValueError):
+        fed.subset([])
+    with pytest.raises(ValueError):
+        fed.subset([fed.n_clients])
+
+
+def test_from_clients_round_trip() -> None:
+    per_client = [([0.1, 0.9], [0, 1]), ([0.5], [1]), ([0.3, 0.2, 0.7], [0, 0, 1])]
+    fed = Federation.from_clients(per_client)
+    assert fed.n_clients == 3
+    for i, (s, y) in enumerate(per_client):
+        view = fed.client(i)
+        np.testing.assert_array_equal(view.scores, s)
+        np.testing.assert_array_equal(view.labels, y)
+
+
+def test_from_frame_round_trip() -> None:
+    scores, labels, clients = _toy(60, 4)
+    df = pd.DataFrame({"s": scores, "y": labels, "who": clients, "extra": "x"})
+    fed = Federation.from_frame(df, score="s", label="y", client="who")
+    assert _as_sets(fed) == _expected_sets(scores, labels, clients)
+    fed1 = Federation.from_frame(df, score="s", label="y")
+    assert fed1.n_clients == 60
+
+
+def test_other_score_range_accepted() -> None:
+    fed = Federation.from_arrays([-3.0, 0.0, 5.0], [0, 1, 1], score_range=(-3.0, 5.0))
+    assert fed.score_range == (-3.0, 5.0)
+    with pytest.raises(ValueError, match="score_range"):
+        Federation.from_arrays([-3.1, 0.0], [0, 1], score_range=(-3.0, 5.0))
+
+
+def test_multiclass_probabilities_and_logits() -> None:
+    gen = np.random.default_rng(1)
+    logits = gen.normal(size=(30, 4))
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = gen.integers(0, 4, 30)
+    clients = gen.integers(0, 5, 30)
+    fed = Federation.from_arrays(probs, labels, clients)
+    assert fed.kind == "probabilities"
+    assert fed.n_classes == 4
+    assert fed.client(0).scores.shape[1] == 4
+    fl = Federation.from_arrays(logits, labels, clients, kind="logits")
+    assert fl.kind == "logits"
+    # rows stay with their labels through the grouping
+    order = np.argsort(clients, kind="stable")
+    np.testing.assert_array_equal(fl.scores, logits[order])
+    np.testing.assert_array_equal(fl.labels, labels[order])
+    df = pd.DataFrame(probs, columns=["p0", "p1", "p2", "p3"]).assign(y=labels)
+    fd = Federation.from_frame(df, score=["p0", "p1", "p2", "p3"], label="y")
+    np.testing.assert_allclose(fd.scores, probs)
+
+
+def test_multiclass_bad_input() -> None:
+    probs = np.array([[0.5, 0.5], [0.2, 0.8]])
+    with pytest.raises(ValueError, match="sum to 1"):
+        Federation.from_arrays(np.array([[0.5, 0.6], [0.2, 0.8]]), [0, 1])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        Federation.from_arrays(np.array([[1.5, -0.5], [0.2, 0.8]]), [0, 1])
+    with pytest.raises(ValueError, match="NaN or inf"):
+        Federation.from_arrays(np.array([[np.nan, 1.0], [0.2, 0.8]]), [0, 1], kind="logits")
+    with pytest.raises(ValueError, match=r"0\.\.1"):
+        Federation.from_arrays(probs, [0, 2])
+    with pytest.raises(ValueError, match="c >= 2"):
+        Federation.from_arrays(np.ones((2, 1)), [0, 0])
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nonfinite_scores_rejected(bad: float) -> None:
+    with pytest.raises(ValueError, match="NaN or inf"):
+        Federation.from_arrays([0.1, bad, 0.3], [0, 1, 0])
+
+
+@pytest.mark.parametrize("bad", [-0.01, 1.01])
+def test_scores_outside_domain_rejected(bad: float) -> None:
+    with pytest.raises(ValueError, match="score_range"):
+        Federation.from_arrays([0.1, bad], [0, 1])
+
+
+@pytest.mark.parametrize("labels", [[0, 2], [0, -1], [0.0, 0.5]])
+def test_non_binary_labels_rejected(labels: list[float]) -> None:
+    with pytest.raises(ValueError, match="0 or 1"):
+        Federation.from_arrays([0.1, 0.2], labels)
+
+
+def test_non_numeric_input_is_a_type_error() -> None:
+    with pytest.raises(TypeError):
+        Federation.from_arrays(["a", "b"], [0, 1])
+    with pytest.raises(TypeError):
+        Federation.from_arrays([0.1, 0.2], ["yes", "no"])
+    with pytest.raises(TypeError):
+        Federation.from_frame({"score": [0.1]})  # type: ignore[arg-type]
+
+
+def test_mismatched_lengths_rejected() -> None:
+    with pytest.raises(ValueError, match="disagree in length"):
+        Federation.from_arrays([0.1, 0.2, 0.3], [0, 1])
+    with pytest.raises(ValueError, match="one entry per example"):
+        Federation.from_arrays([0.1, 0.2], [0, 1], [0, 1, 2])
+
+
+def test_missing_client_ids_rejected() -> None:
+    with pytest.raises(ValueError, match="NaN"):
+        Federation.from_arrays([0.1, 0.2], [0, 1], [0.0, np.nan])
+    with pytest.raises(ValueError, match="missing"):
+        Federation.from_arrays([0.1, 0.2], [0, 1], np.array(["a", None], dtype=object))
+
+
+def test_empty_input_rejected() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        Federation.from_arrays([], [])
+    with pytest.raises(ValueError, match="no rows"):
+        Federation.from_frame(pd.DataFrame({"score": [], "label": []}))
+    with pytest.raises(ValueError, match="empty"):
+        Federation.from_clients([])
+
+
+def test_empty_client_in_from_clients_rejected() -> None:
+    with pytest.raises(ValueError, match="client 1 holds no examples"):
+        Federation.from_clients([([0.1], [0]), ([], []), ([0.2], [1])])
+
+
+def test_missing_column_lists_available_columns() -> None:
+    df = pd.DataFrame({"score": [0.1], "y": [1]})
+    with pytest.raises(ValueError, match=r"\['label'\].*available columns: \['score', 'y'\]"):
+        Federation.from_frame(df)
+
+
+# ------------------------------------------------------------------ readers
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    scores, labels, clients = _toy(40, 6, seed=3)
+    return pd.DataFrame({"score": scores, "label": labels, "client": clients, "note": "n"})
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".parquet", ".pq"])
+def test_read_round_trip(tmp_path: Path, frame: pd.DataFrame, suffix: str) -> None:
+    path = tmp_path / f"data{suffix}"
+    if "csv" in suffix:
+        frame.to_csv(path, index=False)
+    else:
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    fed = read(path, client="client")
+    expected = _expected_sets(
+        frame["score"].to_numpy(), frame["label"].to_numpy(), frame["client"].to_numpy()
+    )
+    got = _as_sets(fed)
+    assert got.keys() == expected.keys()
+    for c in expected:  # CSV round-trips floats with repr precision
+        np.testing.assert_allclose(np.array(got[c]), np.array(expected[c]), rtol=0, atol=1e-15)
+    assert read(str(path)).n_clients == len(frame)
+
+
+def test_read_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        read(tmp_path / "nope.csv")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_read_missing_column_lists_available(
+    tmp_path: Path, frame: pd.DataFrame, suffix: str
+) -> None:
+    path = tmp_path / f"data{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path)
+    with pytest.raises(ValueError, match=r"\['prob'\] not found.*available columns.*'score'"):
+        read(path, score="prob")
+
+
+def test_read_empty_csv(tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        read(path)
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("score,label\n")
+    with pytest.raises(ValueError, match="no rows"):
+        read(header_only)
+
+
+def test_read_malformed_csv(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text('score,label\n0.1,1\n0.2,0,7,8\n"0.3,1\n')
+    with pytest.raises(ValueError):
+        read(path)
+    binary = tmp_path / "binary.csv"
+    binary.write_bytes(b"score,label\n\xff\xfe\x00\x81,1\n")
+    with pytest.raises(ValueError):
+        read(binary)
+
+
+def test_read_bad_values_in_file(tmp_path: Path) -> None:
+    path = tmp_path / "values.csv"
+    path.write_text("score,label\n0.1,1\n1.7,0\n")
+    with pytest.raises(ValueError, match="score_range"):
+        read(path)
+
+
+def test_read_malformed_parquet(tmp_path: Path) -> None:
+    path = tmp_path / "bad.parquet"
+    path.write_bytes(b"this is not parquet at all")
+    with pytest.raises(ValueError):
+        read(path)
+
+
+def test_read_unsupported_extension(tmp_path: Path) -> None:
+    path = tmp_path / "data.xlsx"
+    path.write_text("score,label\n0.1,1\n")
+    with pytest.raises(ValueError, match=r"unsupported file type '\.xlsx'"):
+        read(path)
