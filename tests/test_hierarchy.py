@@ -187,11 +187,6 @@ def test_sa_prefix_inside_a_leaf_is_bounded_by_the_leaf() -> None:
     assert np.all((lower <= got + 1e-9) & (got <= upper + 1e-9))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: prefix_counts(hi) returns 0, not the total: _prefix_at_leaf_edges has no "
-    "root level, so r = n_leaves decomposes to nothing (hierarchy.py, _prefix_at_leaf_edges)",
-)
 def test_prefix_count_at_the_top_edge_is_the_total() -> None:
     scores, labels = _data(300, 4)
     scores = np.minimum(scores, 0.999)  # no score on the top edge: every reading agrees
@@ -202,12 +197,6 @@ def test_prefix_count_at_the_top_edge_is_the_total() -> None:
     assert r[0] == labels.sum()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: UniformGrid.bin_index puts a score equal to a published edge e_j into bin "
-    "j-1 when (e_j - lo) * n / (hi - lo) rounds below j (histogram.py, bin_index), "
-    "breaking the left-closed [e_j, e_{j+1}) convention on non-dyadic grids",
-)
 @pytest.mark.parametrize(
     ("branching", "height", "score_range"), [(3, 2, (0.0, 1.0)), (2, 5, (0.1, 0.7))]
 )

@@ -154,13 +154,6 @@ def test_consistent_variance_matches_empirical(run: Run) -> None:
     assert np.all(np.abs(err) <= 5 * np.sqrt(res["cons_var"] / R))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: on a raw tree range_counts returns prefix(high) - prefix(low), whose "
-    "non-shared nodes do not cancel, but reports the variance of the canonical node "
-    "decomposition (hierarchy.py range_counts / _range_variance): the reported variance "
-    "is not that of the returned estimate (observed ratios 0.46 to 3.1)",
-)
 def test_raw_range_variance_matches_empirical(run: Run) -> None:
     low, res = run.low, run.res
     alpha = math.exp(-EPS / HEIGHT)

@@ -122,42 +122,52 @@ def threshold_metrics(tree: HierarchicalHistogram, thresholds: Any) -> Threshold
 
     # Linear leaf weights: "at or above t" (suffix) and "all".
     n_leaves = tree.spec.n_leaves
-    pos = tree.spec.grid.fractional_position(flat)
-    r = np.minimum(np.floor(pos).astype(np.int64), n_leaves)
-    frac = np.where(r < n_leaves, pos - r, 0.0)
+    r, frac = tree.spec.grid.locate(flat)
     idx = np.arange(n_leaves)
     suffix = (idx[None, :] >= r[:, None]).astype(np.float64)
     inside = np.flatnonzero(r < n_leaves)
     suffix[inside, r[inside]] = 1.0 - frac[inside]
-    ones = np.ones((1, n_leaves))
+    # One covariance matrix per class over [suffix_1..suffix_m, all]: every
+    # delta-method variance below is a quadratic form in it.
+    queries = np.vstack([suffix, np.ones((1, n_leaves))])
+    cov_pos = tree.leaf_query_covariance(queries, 1)
+    cov_neg = tree.leaf_query_covariance(queries, 0)
 
-    def var(weights: NDArray[np.float64], cls: int) -> NDArray[np.float64]:
-        return tree.leaf_query_variance(weights, cls)
+    def quad(cov: NDArray[np.float64], a: NDArray[np.float64], b: Any) -> NDArray[np.float64]:
+        """Var(a_i·S_i + b_i·T) for every threshold i."""
+        m_ = a.shape[0]
+        diag = np.diag(cov)[:m_]
+        return np.asarray(
+            a**2 * diag + 2 * a * b * cov[:m_, m_] + np.asarray(b) ** 2 * cov[m_, m_],
+            dtype=np.float64,
+        )
 
+    k = flat.shape[0]
+    zero = np.zeros(k)
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(n_pos > 0, tp / n_pos, np.nan)
         fpr = np.where(n_neg > 0, fp / n_neg, np.nan)
         pred_pos = tp + fp
         precision = np.where(pred_pos > 0, tp / pred_pos, np.nan)
         accuracy = np.where(m > 0, (tp + tn) / m, np.nan)
-        # recall = TP/P: gradient (1/P) on the suffix, (-TP/P²) on all leaves, class 1.
+        # recall = TP/P: gradient 1/P on the suffix, -TP/P² on all leaves (class 1).
         recall_var = (
-            var(suffix / n_pos - (tp / n_pos**2)[:, None] * ones, 1)
+            quad(cov_pos, np.full(k, 1 / n_pos), -tp / n_pos**2)
             if n_pos > 0
-            else np.full(flat.shape, np.nan)
+            else np.full(k, np.nan)
         )
         fpr_var = (
-            var(suffix / n_neg - (fp / n_neg**2)[:, None] * ones, 0)
+            quad(cov_neg, np.full(k, 1 / n_neg), -fp / n_neg**2)
             if n_neg > 0
-            else np.full(flat.shape, np.nan)
+            else np.full(k, np.nan)
         )
-        # precision = TP/(TP+FP): independent classes.
+        # precision = TP/(TP+FP): the two classes' noise is independent.
         d2 = np.where(pred_pos > 0, pred_pos**2, np.nan)
-        precision_var = var(suffix, 1) * (fp / d2) ** 2 + var(suffix, 0) * (tp / d2) ** 2
+        precision_var = quad(cov_pos, fp / d2, zero) + quad(cov_neg, tp / d2, zero)
         # accuracy = (TP + N - FP)/(P + N), P and N both noisy.
         acc = np.nan_to_num(accuracy)
-        acc_var = var(suffix / m - (acc / m)[:, None] * ones, 1) + var(
-            -suffix / m + ((1 - acc) / m)[:, None] * ones, 0
+        acc_var = quad(cov_pos, np.full(k, 1 / m), -acc / m) + quad(
+            cov_neg, np.full(k, -1 / m), (1 - acc) / m
         )
         leaf_idx = np.minimum(r, n_leaves - 1)
         leaf_pos = np.maximum(tree.leaves[1, leaf_idx], 0.0) / max(n_pos, 1.0)

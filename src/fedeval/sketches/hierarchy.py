@@ -312,9 +312,7 @@ class HierarchicalHistogram:
         if not np.isfinite(t).all() or (t < lo).any() or (t > hi).any():
             raise ValueError(f"thresholds must lie in the score domain [{lo}, {hi}]")
         flat = t.ravel()
-        pos = self.spec.grid.fractional_position(flat)
-        r = np.minimum(np.floor(pos).astype(np.int64), self.spec.n_leaves)
-        frac = np.where(r < self.spec.n_leaves, pos - r, 0.0)
+        r, frac = self.spec.grid.locate(flat)
         classes = range(self.spec.n_classes) if cls is None else [self._check_cls(cls)]
         counts = np.zeros(flat.shape)
         variance = np.zeros(flat.shape)
@@ -338,21 +336,36 @@ class HierarchicalHistogram:
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Estimated number of examples with ``low <= score < high``, and its variance.
 
-        Computed as a difference of prefixes; shared nodes cancel exactly, so
-        this uses the minimal node set of the range.
+        On a raw tree the range is answered from its minimal node set (the
+        greedy decomposition of the range's leaf weights), and the variance is
+        that of this very estimate. On a consistent tree every node set gives
+        the same answer; the variance is propagated through the consistency map.
+        Partial leaves at either end are interpolated as in :meth:`prefix_counts`.
         """
         lo_t = np.asarray(low, dtype=np.float64)
         hi_t = np.asarray(high, dtype=np.float64)
         if lo_t.shape != hi_t.shape or (lo_t > hi_t).any():
             raise ValueError("low and high must have the same shape with low <= high")
-        a, _ = self.prefix_counts(lo_t, cls=cls)
-        b, _ = self.prefix_counts(hi_t, cls=cls)
+        d_lo, d_hi = self.spec.score_range
+        for t in (lo_t, hi_t):
+            if not np.isfinite(t).all() or (t < d_lo).any() or (t > d_hi).any():
+                raise ValueError(f"range ends must lie in the score domain [{d_lo}, {d_hi}]")
+        n = self.spec.n_leaves
+        r_lo, f_lo = self.spec.grid.locate(lo_t.ravel())
+        r_hi, f_hi = self.spec.grid.locate(hi_t.ravel())
+        w = _prefix_weights(r_hi, f_hi, n) - _prefix_weights(r_lo, f_lo, n)
         classes = range(self.spec.n_classes) if cls is None else [self._check_cls(cls)]
+        est = np.zeros(lo_t.size)
         var = np.zeros(lo_t.size)
-        flat_lo, flat_hi = lo_t.ravel(), hi_t.ravel()
         for c in classes:
-            var += self._range_variance(flat_lo, flat_hi, c)
-        return b - a, var.reshape(lo_t.shape)
+            if self.consistent_:
+                est += w @ self.levels[-1][c]
+                var += self._consistent_query_variance(w, c)
+            else:
+                node_w = self._raw_node_weights(w)
+                est += sum(nw @ lv[c] for nw, lv in zip(node_w, self.levels, strict=True))
+                var += self._query_variance(node_w, c)
+        return est.reshape(lo_t.shape), var.reshape(lo_t.shape)
 
     def quantiles(self, q: Any, *, cls: int | None = None) -> NDArray[np.float64]:
         """Scores below which a fraction ``q`` of the (class's) examples lie.
@@ -450,6 +463,28 @@ class HierarchicalHistogram:
             return self._consistent_query_variance(w, c)
         return self._raw_query_variance(w, c)
 
+    def leaf_query_covariance(self, weights: Any, cls: int) -> NDArray[np.float64]:
+        """Exact noise covariance matrix of linear queries ``weights @ leaves[cls]``.
+
+        Parameters
+        ----------
+        weights : array-like, shape (m, n_leaves)
+        cls : int
+
+        Returns
+        -------
+        ndarray of float64, shape (m, m)
+        """
+        w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        if w.shape[1] != self.spec.n_leaves:
+            raise ValueError(f"weights must have {self.spec.n_leaves} columns, got {w.shape[1]}")
+        c = self._check_cls(cls)
+        node_w = self._node_weights(w)
+        return np.asarray(
+            sum((nw * v[c]) @ nw.T for nw, v in zip(node_w, self.node_variance, strict=True)),
+            dtype=np.float64,
+        )
+
     def perturbed(self, rng: np.random.Generator) -> HierarchicalHistogram:
         """A parametric-bootstrap replicate: this tree's leaves as the truth, fresh noise.
 
@@ -486,53 +521,38 @@ class HierarchicalHistogram:
         var = np.zeros(r.shape)
         for k in range(1, h + 1):
             hi_node = r // b ** (h - k)
-            lo_node = (r // b ** (h - k + 1)) * b
+            # Level 1 has no parent (no root): its prefix always starts at node 0,
+            # which also makes r = n_leaves (the top edge) the total.
+            lo_node = (r // b ** (h - k + 1)) * b if k > 1 else np.zeros_like(r)
             cs = np.concatenate(([0.0], np.cumsum(self.levels[k - 1][c])))
             out += cs[hi_node] - cs[lo_node]
             vs = np.concatenate(([0.0], np.cumsum(self.node_variance[k - 1][c])))
             var += vs[hi_node] - vs[lo_node]
         return out, var
 
-    def _range_variance(
-        self, low: NDArray[np.float64], high: NDArray[np.float64], c: int
-    ) -> NDArray[np.float64]:
-        n = self.spec.n_leaves
-        pos_lo = self.spec.grid.fractional_position(low)
-        pos_hi = self.spec.grid.fractional_position(high)
-        r_lo = np.minimum(np.floor(pos_lo).astype(np.int64), n)
-        r_hi = np.minimum(np.floor(pos_hi).astype(np.int64), n)
-        f_lo = np.where(r_lo < n, pos_lo - r_lo, 0.0)
-        f_hi = np.where(r_hi < n, pos_hi - r_hi, 0.0)
-        w = _prefix_weights(r_hi, f_hi, n) - _prefix_weights(r_lo, f_lo, n)
-        if self.consistent_:
-            return self._consistent_query_variance(w, c)
-        return self._raw_query_variance(w, c)
-
-    def _raw_query_variance(self, w_leaves: NDArray[np.float64], c: int) -> NDArray[np.float64]:
-        """Variance of leaf-weighted queries answered from the minimal node set of a raw tree.
+    def _raw_node_weights(self, w_leaves: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+        """Node weights of leaf-weighted queries answered from the minimal node set of a raw tree.
 
         A weight vector that is constant over a node's leaves uses that node; the
         greedy choice of the highest such nodes is the minimal decomposition.
         """
         h, b = self.height, self.branching
-        var = np.zeros(w_leaves.shape[0])
+        out = []
         remaining = w_leaves.copy()
         for k in range(1, h + 1):
             blocks = remaining.reshape(remaining.shape[0], b**k, -1)
             const = np.all(blocks == blocks[:, :, :1], axis=2)
             weight = np.where(const, blocks[:, :, 0], 0.0)
-            var += (weight**2) @ self.node_variance[k - 1][c]
+            out.append(weight)
             remaining = (blocks - weight[:, :, None]).reshape(remaining.shape)
-        return var
+        return out
 
-    def _consistent_query_variance(
-        self, w_leaves: NDArray[np.float64], c: int
-    ) -> NDArray[np.float64]:
-        """Exact variance of leaf-weighted queries on the consistent tree.
+    def _consistent_node_weights(self, w_leaves: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+        """Weights on the raw nodes of leaf-weighted queries on the consistent tree.
 
         The two consistency passes are linear maps; the query weights are pushed
         back through their transposes to weights on the raw nodes, whose noise
-        is independent: Var = Σ_nodes weight² · variance.
+        is independent.
         """
         h, b = self.height, self.branching
         a = self._level_weights or tuple([1.0] * h)
@@ -546,14 +566,33 @@ class HierarchicalHistogram:
         for k in range(1, h):
             g_z.append(g_u[k] - np.repeat(_sum_children(g_u[k], b), b, axis=1) / b)
         # Transpose of phase 1 (bottom-up).
-        var = np.zeros(m)
+        out = []
         big_g = g_z[0]
         for k in range(h):
             if k > 0:
                 big_g = g_z[k] + (1.0 - a[k - 1]) * np.repeat(big_g, b, axis=1)
-            weight = a[k] * big_g if k < h - 1 else big_g
-            var += (weight**2) @ self.node_variance[k][c]
-        return var
+            out.append(a[k] * big_g if k < h - 1 else big_g)
+        return out
+
+    def _node_weights(self, w_leaves: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+        if self.consistent_:
+            return self._consistent_node_weights(w_leaves)
+        return self._raw_node_weights(w_leaves)
+
+    def _raw_query_variance(self, w_leaves: NDArray[np.float64], c: int) -> NDArray[np.float64]:
+        return self._query_variance(self._raw_node_weights(w_leaves), c)
+
+    def _consistent_query_variance(
+        self, w_leaves: NDArray[np.float64], c: int
+    ) -> NDArray[np.float64]:
+        return self._query_variance(self._consistent_node_weights(w_leaves), c)
+
+    def _query_variance(self, node_w: list[NDArray[np.float64]], c: int) -> NDArray[np.float64]:
+        """Var = Σ_nodes weight² · variance (independent node noise)."""
+        return np.asarray(
+            sum((w**2) @ v[c] for w, v in zip(node_w, self.node_variance, strict=True)),
+            dtype=np.float64,
+        )
 
 
 def _sum_children(arr: NDArray[np.float64], b: int) -> NDArray[np.float64]:

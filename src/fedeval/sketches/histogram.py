@@ -47,8 +47,22 @@ class UniformGrid:
         lo, hi = self.score_range
         return np.linspace(lo, hi, self.n_bins + 1)
 
+    @property
+    def _multiplication_is_exact(self) -> bool:
+        """Whether floor(s·n/(hi−lo)) lands exactly on the published edges.
+
+        True for lo = 0 and a power-of-two scale (the dyadic grids of b = 2 over
+        [0, 1]): multiplying by a power of two is exact in floating point, and
+        so are the edges. Otherwise a score equal to an edge can round into the
+        bin below, so indices are corrected against the edges.
+        """
+        lo, hi = self.score_range
+        scale = self.n_bins / (hi - lo)
+        mantissa, _ = np.frexp(scale)
+        return lo == 0.0 and mantissa == 0.5
+
     def bin_index(self, scores: NDArray[np.float64]) -> NDArray[np.int64]:
-        """Bin of each score (scores must lie in the domain; validated upstream)."""
+        """Bin of each score under the left-closed convention (scores validated upstream)."""
         lo, hi = self.score_range
         scale = self.n_bins / (hi - lo)
         if lo == 0.0:
@@ -57,12 +71,38 @@ class UniformGrid:
             idx = ((scores - lo) * scale).astype(np.int64)
         # Only s == hi (and float round-up just below it) lands on n_bins.
         np.minimum(idx, self.n_bins - 1, out=idx)
+        if not self._multiplication_is_exact:
+            idx = self._snap_to_edges(np.asarray(scores, dtype=np.float64), idx)
         return idx
 
-    def fractional_position(self, thresholds: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Threshold positions in units of bins: ``(t - lo) / width``, in [0, n_bins]."""
+    def _snap_to_edges(self, x: NDArray[np.float64], idx: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Move indices by ±1 where rounding put x on the wrong side of a published edge."""
+        edges = self.edges
+        np.maximum(idx, 0, out=idx)
+        idx += (x >= edges[np.minimum(idx + 1, self.n_bins)]) & (idx < self.n_bins - 1)
+        idx -= (x < edges[idx]) & (idx > 0)
+        return idx
+
+    def locate(self, thresholds: Any) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """Position of thresholds on the grid: edge index r in 0..n_bins and fraction in bin r.
+
+        A threshold equal to a published edge gets exactly that edge's index and
+        fraction 0, so queries at edges are exact.
+        """
+        t = np.asarray(thresholds, dtype=np.float64)
         lo, _ = self.score_range
-        return (np.asarray(thresholds, dtype=np.float64) - lo) / self.width
+        pos = (t - lo) / self.width
+        r = np.clip(np.floor(pos).astype(np.int64), 0, self.n_bins)
+        edges = self.edges
+        r += (t >= edges[np.minimum(r + 1, self.n_bins)]) & (r < self.n_bins)
+        r -= (t < edges[r]) & (r > 0)
+        frac = np.where(r < self.n_bins, (t - edges[r]) / self.width, 0.0)
+        return r, np.clip(frac, 0.0, 1.0)
+
+    def fractional_position(self, thresholds: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Threshold positions in units of bins, exact at edges: ``r + fraction``."""
+        r, frac = self.locate(thresholds)
+        return r + frac
 
 
 def class_leaf_counts(
