@@ -11,7 +11,7 @@ The one pipeline: client data → encode → federated sum under a privacy model
 
 from __future__ import annotations
 
-from fedeval import calibration, demo, metrics, partition, privacy, report, sketches
+from fedeval import calibration, demo, metrics, partition, privacy, report, sketches, vertical
 from fedeval.calibration.api import calibrate
 from fedeval.data import ClientView, Federation, read
 from fedeval.evaluation import Evaluation, evaluate
@@ -52,5 +52,6 @@ __all__ = [
     "read",
     "report",
     "sketches",
+    "vertical",
     "write_report",
 ]
