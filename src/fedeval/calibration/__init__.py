@@ -16,16 +16,24 @@ from fedeval.calibration.binning import (
     default_n_bins,
     histogram_binning,
 )
+from fedeval.calibration.fedcal import FedCalCalibrator
+from fedeval.calibration.federated import calibrate_multiclass
+from fedeval.calibration.multiclass_binning import MulticlassBinningCalibrator
+from fedeval.calibration.scaling import ScalingCalibrator
 
 __all__ = [
     "METHODS",
     "BBQCalibrator",
     "Calibrator",
+    "FedCalCalibrator",
     "HistogramBinningCalibrator",
+    "MulticlassBinningCalibrator",
+    "ScalingCalibrator",
     "bbq",
     "bbq_from_hierarchy",
     "binning_from_hierarchy",
     "calibrate",
+    "calibrate_multiclass",
     "calibrator_from_json",
     "default_n_bins",
     "histogram_binning",

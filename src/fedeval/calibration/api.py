@@ -24,11 +24,19 @@ from fedeval.data import Federation
 
 __all__ = ["METHODS", "Method", "calibrate"]
 
-Method = Literal["binning", "bbq", "temperature", "vector", "matrix", "op-vector"]
+Method = Literal["binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"]
 
-METHODS: tuple[str, ...] = ("binning", "bbq", "temperature", "vector", "matrix", "op-vector")
+METHODS: tuple[str, ...] = (
+    "binning",
+    "bbq",
+    "temperature",
+    "vector",
+    "matrix",
+    "op-vector",
+    "fedcal",
+)
 _BINARY_METHODS = ("binning", "bbq")
-_SCALING = ("temperature", "vector", "matrix", "op-vector")
+_SCALING = ("temperature", "vector", "matrix", "op-vector", "fedcal")
 
 
 def calibrate(

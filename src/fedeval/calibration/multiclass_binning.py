@@ -1,0 +1,541 @@
+"""Federated multiclass binning: FedBin and FedBBQ with the α_j weighting (Algorithm 1).
+
+Each class j gets a one-vs-all binning calibrator g_j built from two summed
+histograms over fixed-width bins of the class-j confidence: P_j counts examples
+of class j, N_j examples of any other class. A client therefore sends 2c
+histograms per round. The server sums them over the sampled clients of every
+round (T rounds, Poisson sampling at rate p), optionally with user-level DP
+(each client clips each positive histogram to L2 norm C+ and each negative one
+to C−, the server adds Gaussian noise), and decodes:
+
+* **FedBin**: g_j(p) = P_j(m) / (P_j(m) + N_j(m)) on the bin m holding p.
+* **FedBBQ**: one histogram of 2^M bins is merged in powers of two into M
+  binnings of 2, 4, ..., 2^M bins, each scored with the Bayesian marginal
+  likelihood of BBQ and averaged with weights proportional to the scores.
+* **Weighting**: g̃_j(p) = α_j g_j(p) + (1 − α_j) p with
+  α_j = min(Ñ_j / N_j, 1) (Ñ_j class-j examples aggregated so far, N_j class-j
+  examples held by all clients) or, under DP,
+  α̃_j = min(Ñ_j / (sqrt(2/π) σ_P |P_j|), 1). "all" weights every prediction;
+  "changed" only those whose predicted class the unweighted calibrator changes.
+
+The final prediction normalises (g̃_1, ..., g̃_c) to sum to 1.
+
+References
+----------
+.. [1] Private federated multiclass post-hoc calibration (the multiclass paper),
+   Algorithm 1, §4.1, Appendix B.3 (histogram binning), B.4 (BBQ), B.5
+   (weighting), B.1 (DP).
+.. [2] M. P. Naeini, G. Cooper and M. Hauskrecht, "Obtaining well calibrated
+   probabilities using Bayesian binning", AAAI 2015 (the BBQ score).
+.. [3] B. Zadrozny and C. Elkan, "Obtaining calibrated probability estimates
+   from decision trees and naive Bayesian classifiers", ICML 2001/KDD 2002.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import gammaln
+
+from fedeval._rng import RNGLike, as_generator
+from fedeval._validation import check_int_at_least, check_positive
+from fedeval.calibration.base import register
+from fedeval.calibration.user_dp import (
+    MulticlassCalibrator,
+    check_procedure,
+    plan_noise,
+    poisson_sample,
+    privacy_record,
+    to_probabilities,
+)
+from fedeval.data import Federation
+from fedeval.privacy.models import SecureAggregation, UserLevelDP
+
+__all__ = [
+    "BinningHistograms",
+    "MulticlassBinningCalibrator",
+    "Weighting",
+    "bbq_table",
+    "bin_index",
+    "fit_multiclass_binning",
+    "histogram_table",
+    "multiclass_histograms",
+]
+
+Weighting = Literal["none", "all", "changed"]
+_WEIGHTINGS = ("none", "all", "changed")
+
+
+def bin_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
+    """Fixed-width bin of every confidence: B_m = [(m−1)/M, m/M), the last bin closed.
+
+    Parameters
+    ----------
+    probs : ndarray, any shape, values in [0, 1]
+    n_bins : int
+
+    Returns
+    -------
+    ndarray of int64, same shape, values in 0..n_bins-1
+    """
+    idx = np.floor(probs * n_bins).astype(np.int64)
+    return np.clip(idx, 0, n_bins - 1)
+
+
+def multiclass_histograms(
+    probs: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    n_bins: int,
+    weights_pos: NDArray[np.float64] | None = None,
+    weights_neg: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The 2c one-vs-all histograms (P_j, N_j) of a set of examples.
+
+    Parameters
+    ----------
+    probs : ndarray, shape (n, c)
+    labels : ndarray of int64, shape (n,)
+    n_bins : int
+    weights_pos, weights_neg : ndarray, shape (n, c), optional
+        Per-(example, class) weights; clipping multiplies every count of a
+        client's class-j histogram by that histogram's scale factor.
+
+    Returns
+    -------
+    (P, N) : two ndarrays of float64, shape (c, n_bins)
+        ``P[j, m]`` = Σ_i 1{y_i = j, p_ij ∈ B_m}, ``N[j, m]`` = Σ_i 1{y_i ≠ j, p_ij ∈ B_m}.
+
+    References
+    ----------
+    .. [1] Multiclass paper, Algorithm 1 and Appendix B.3.
+    """
+    c = probs.shape[1]
+    key = bin_index(probs, n_bins) + np.arange(c, dtype=np.int64)[None, :] * n_bins
+    positive = labels[:, None] == np.arange(c)[None, :]
+    wp = positive.astype(np.float64) if weights_pos is None else weights_pos * positive
+    wn = (~positive).astype(np.float64) if weights_neg is None else weights_neg * ~positive
+    size = c * n_bins
+    pos = np.bincount(key.ravel(), weights=wp.ravel(), minlength=size)
+    neg = np.bincount(key.ravel(), weights=wn.ravel(), minlength=size)
+    return (
+        np.asarray(pos, dtype=np.float64).reshape(c, n_bins),
+        np.asarray(neg, dtype=np.float64).reshape(c, n_bins),
+    )
+
+
+def _client_clip_factors(
+    fed: Federation, probs: NDArray[np.float64], n_bins: int, clip_pos: float, clip_neg: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-(client, class) factors min(1, C/‖h‖₂) clipping each client histogram.
+
+    Computed sparsely from (client, class, bin) counts, so the cost is that of
+    sorting n·c keys, never n_clients × c × n_bins.
+    """
+    c = probs.shape[1]
+    client = fed.client_index
+    group = client[:, None] * c + np.arange(c)[None, :]  # (client, class) id
+    key = group * n_bins + bin_index(probs, n_bins)
+    positive = fed.labels[:, None] == np.arange(c)[None, :]
+    factors = []
+    for mask, clip in ((positive, clip_pos), (~positive, clip_neg)):
+        uniq, counts = np.unique(key[mask], return_counts=True)
+        sq = np.bincount(
+            uniq // n_bins, weights=counts.astype(np.float64) ** 2, minlength=fed.n_clients * c
+        )
+        norms = np.sqrt(sq).reshape(fed.n_clients, c)
+        factors.append(np.minimum(1.0, clip / np.maximum(norms, 1.0)))
+    return factors[0], factors[1]
+
+
+@dataclass(frozen=True)
+class BinningHistograms:
+    """What the server holds after T rounds of Algorithm 1.
+
+    Attributes
+    ----------
+    positive, negative : ndarray, shape (c, n_bins)
+        Σ over rounds of the (clipped, noisy) summed histograms, before any
+        post-processing.
+    noise_std_positive, noise_std_negative : float
+        Per-bin standard deviation of the noise in ONE round's sum (0 without DP).
+    rounds : int
+    participations : int
+        Client participations over all rounds (a client sampled twice counts twice).
+    """
+
+    positive: NDArray[np.float64]
+    negative: NDArray[np.float64]
+    noise_std_positive: float
+    noise_std_negative: float
+    rounds: int
+    participations: int
+
+
+def _aggregate_histograms(
+    fed: Federation,
+    probs: NDArray[np.float64],
+    privacy: SecureAggregation | UserLevelDP,
+    *,
+    n_bins: int,
+    rounds: int,
+    sampling_rate: float,
+    noise_multiplier: float,
+    gen: np.random.Generator,
+) -> BinningHistograms:
+    c = fed.n_classes
+    if isinstance(privacy, UserLevelDP):
+        clip = privacy.clip
+        c_pos, c_neg = clip if isinstance(clip, tuple) else (clip, clip)
+        f_pos, f_neg = _client_clip_factors(fed, probs, n_bins, c_pos, c_neg)
+        client = fed.client_index
+        w_pos: NDArray[np.float64] | None = f_pos[client]
+        w_neg: NDArray[np.float64] | None = f_neg[client]
+        # After dividing P_j by C+ and N_j by C−, a client's 2c histograms have
+        # joint L2 norm ≤ sqrt(2c): one Gaussian mechanism with multiplier z.
+        scale = noise_multiplier * math.sqrt(2 * c)
+        sd_pos, sd_neg = scale * c_pos, scale * c_neg
+    else:
+        w_pos = w_neg = None
+        sd_pos = sd_neg = 0.0
+    total_pos = np.zeros((c, n_bins))
+    total_neg = np.zeros((c, n_bins))
+    participations = 0
+    offsets = fed.offsets
+    for _ in range(rounds):
+        chosen = poisson_sample(fed.n_clients, sampling_rate, gen)
+        participations += int(chosen.size)
+        if chosen.size:
+            if chosen.size == fed.n_clients:
+                rows: slice | NDArray[np.int64] = slice(None)
+            else:
+                sizes = offsets[chosen + 1] - offsets[chosen]
+                starts = np.repeat(offsets[chosen] - np.cumsum(sizes) + sizes, sizes)
+                rows = starts + np.arange(int(sizes.sum()))
+            pos, neg = multiclass_histograms(
+                probs[rows],
+                fed.labels[rows],
+                n_bins,
+                None if w_pos is None else w_pos[rows],
+                None if w_neg is None else w_neg[rows],
+            )
+            total_pos += pos
+            total_neg += neg
+        if sd_pos > 0:
+            total_pos += gen.normal(0.0, sd_pos, size=(c, n_bins))
+            total_neg += gen.normal(0.0, sd_neg, size=(c, n_bins))
+    return BinningHistograms(total_pos, total_neg, sd_pos, sd_neg, rounds, participations)
+
+
+def histogram_table(
+    positive: NDArray[np.float64], negative: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """FedBin's per-class bin values P/(P+N) (Appendix B.3).
+
+    Post-processing (named): noisy counts are clamped at 0 first; a bin with no
+    mass (P + N = 0) gets its midpoint, i.e. it leaves the confidence roughly
+    where it was (the paper leaves empty bins unspecified).
+
+    Returns
+    -------
+    ndarray, shape (c, n_bins), values in [0, 1]
+    """
+    p = np.maximum(positive, 0.0)
+    n = np.maximum(negative, 0.0)
+    total = p + n
+    n_bins = positive.shape[1]
+    mid = (np.arange(n_bins) + 0.5) / n_bins
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(total > 0, p / np.where(total > 0, total, 1.0), mid[None, :])
+    return np.asarray(ratio, dtype=np.float64)
+
+
+def bbq_table(
+    positive: NDArray[np.float64],
+    negative: NDArray[np.float64],
+    *,
+    prior_strength: float = 2.0,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """FedBBQ: Bayesian average of the 2^ℓ-bin calibrators, ℓ = 1..M (Appendix B.4).
+
+    The 2^M-bin histograms are merged in powers of two into binnings of
+    B = 2, 4, ..., 2^M bins. Binning B scores
+
+        Σ_b lnΓ(N'/B) − lnΓ(N_b + N'/B) + lnΓ(m_b + α_b) − lnΓ(α_b)
+            + lnΓ(n_b + β_b) − lnΓ(β_b),
+
+    α_b = (N'/B)·p_b, β_b = (N'/B)·(1 − p_b), p_b the bin midpoint, N' the prior
+    strength (2 in the paper), m_b/n_b/N_b positive/negative/all counts. Its bin
+    value is the posterior mean (m_b + α_b)/(N_b + N'/B) (Naeini et al. 2015).
+    Because every coarse bin is a union of fine bins, the score-weighted average
+    is itself a 2^M-bin step function: that table is what is returned.
+
+    Parameters
+    ----------
+    positive, negative : ndarray, shape (c, 2^M)
+        Noisy counts are clamped at 0 first (post-processing); non-integer
+        counts (clipped histograms) are fine for lnΓ.
+    prior_strength : float, keyword-only
+        N' > 0.
+
+    Returns
+    -------
+    table : ndarray, shape (c, 2^M)
+    scheme_weights : ndarray, shape (c, M)
+        Normalised BBQ weight of the 2^ℓ-bin binning (column ℓ − 1).
+
+    References
+    ----------
+    .. [1] Multiclass paper, Appendix B.4.
+    .. [2] Naeini, Cooper & Hauskrecht (2015), the BBQ score.
+    """
+    c, n_fine = positive.shape
+    levels = n_fine.bit_length() - 1
+    p = np.maximum(positive, 0.0)
+    n = np.maximum(negative, 0.0)
+    log_scores = np.empty((c, levels))
+    values = np.empty((levels, c, n_fine))
+    for ell in range(1, levels + 1):
+        b = 2**ell
+        width = n_fine // b
+        m_b = p.reshape(c, b, width).sum(axis=2)
+        n_b = n.reshape(c, b, width).sum(axis=2)
+        tot = m_b + n_b
+        mid = (np.arange(b) + 0.5) / b
+        a = prior_strength / b * mid[None, :]
+        bb = prior_strength / b * (1.0 - mid[None, :])
+        prior = prior_strength / b
+        log_scores[:, ell - 1] = np.sum(
+            gammaln(prior)
+            - gammaln(tot + prior)
+            + gammaln(m_b + a)
+            - gammaln(a)
+            + gammaln(n_b + bb)
+            - gammaln(bb),
+            axis=1,
+        )
+        post = (m_b + a) / (tot + prior)
+        values[ell - 1] = np.repeat(post, width, axis=1)
+    shifted = log_scores - log_scores.max(axis=1, keepdims=True)
+    w = np.exp(shifted)
+    w /= w.sum(axis=1, keepdims=True)
+    table = np.einsum("cl,lcf->cf", w, values)
+    return table, w
+
+
+@register
+@dataclass(frozen=True)
+class MulticlassBinningCalibrator(MulticlassCalibrator):
+    """One-vs-all binning calibrator (FedBin or FedBBQ) with the α_j weighting.
+
+    Attributes
+    ----------
+    table : ndarray, shape (c, n_bins)
+        g_j on each fixed-width bin of the class-j confidence.
+    alpha : ndarray, shape (c,)
+        α_j ∈ [0, 1]: trust in g_j (1 = use g_j, 0 = keep the base model's p_j).
+    weighting : {"none", "all", "changed"}
+    method : {"binning", "bbq"}
+    scheme_weights : ndarray, shape (c, M), optional
+        FedBBQ only: BBQ weight of each of the M merged binnings.
+    n_classes, input_kind, privacy
+        See :class:`~fedeval.calibration.user_dp.MulticlassCalibrator`.
+
+    Notes
+    -----
+    Privacy: the calibrator holds only post-processed aggregates (the released
+    histograms), so using or publishing it costs nothing beyond ``privacy``.
+
+    References
+    ----------
+    .. [1] Multiclass paper, Algorithm 1, Appendices B.3–B.5.
+    """
+
+    kind: ClassVar[str] = "multiclass-binning"
+    array_fields: ClassVar[tuple[str, ...]] = ("table", "alpha", "scheme_weights")
+
+    table: NDArray[np.float64]
+    alpha: NDArray[np.float64]
+    weighting: str = "all"
+    method: str = "bbq"
+    scheme_weights: NDArray[np.float64] | None = None
+
+    def predict_proba(self, scores: Any) -> NDArray[np.float64]:
+        """Calibrated class probabilities.
+
+        Parameters
+        ----------
+        scores : array-like, shape (n, c)
+            Logits or probabilities, as the calibrator was fitted on (logits
+            are turned into probabilities by softmax first).
+
+        Returns
+        -------
+        ndarray, shape (n, c)
+            Rows sum to 1. A row whose one-vs-all values are all 0 (possible
+            only when every bin it falls in saw only negatives) keeps the base
+            model's probabilities.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Wrong shape, NaN/inf, or probabilities not summing to 1.
+        """
+        p = self._probabilities(scores)
+        n_bins = self.table.shape[1]
+        idx = bin_index(p, n_bins)
+        g = np.take_along_axis(self.table, idx.T, axis=1).T
+        if self.weighting == "none":
+            return _normalise(g, p)
+        weighted = _normalise(self.alpha[None, :] * g + (1.0 - self.alpha[None, :]) * p, p)
+        if self.weighting == "all":
+            return weighted
+        plain = _normalise(g, p)
+        changed = np.argmax(plain, axis=1) != np.argmax(p, axis=1)
+        return np.where(changed[:, None], weighted, plain)
+
+
+def _normalise(g: NDArray[np.float64], fallback: NDArray[np.float64]) -> NDArray[np.float64]:
+    s = g.sum(axis=1, keepdims=True)
+    ok = s > 0
+    return np.where(ok, g / np.where(ok, s, 1.0), fallback)
+
+
+def fit_multiclass_binning(
+    fed: Federation,
+    privacy: SecureAggregation | UserLevelDP,
+    *,
+    method: Literal["binning", "bbq"] = "bbq",
+    rounds: int = 1,
+    sampling_rate: float = 1.0,
+    weighting: Weighting = "all",
+    n_bins: int = 15,
+    levels: int = 7,
+    prior_strength: float = 2.0,
+    rng: RNGLike = None,
+) -> MulticlassBinningCalibrator:
+    """Run Algorithm 1 (FedBin or FedBBQ) over T rounds and return the calibrator.
+
+    Parameters
+    ----------
+    fed : Federation
+        Multiclass ("probabilities" or "logits"; logits are softmaxed).
+    privacy : SecureAggregation or UserLevelDP
+        With UserLevelDP, ``clip`` is C (both histograms) or (C+, C−); the
+        noise multiplier z makes the T Poisson-subsampled rounds (ε, δ)-DP.
+    method : {"binning", "bbq"}, keyword-only
+        FedBin on ``n_bins`` bins, or FedBBQ on 2^``levels`` bins.
+    rounds : int
+        T ≥ 1.
+    sampling_rate : float
+        p ∈ (0, 1].
+    weighting : {"none", "all", "changed"}
+        The α_j weighting of Appendix B.5 ("none" = the unweighted baselines).
+    n_bins : int
+        FedBin's bin count, ≥ 1 (default 15).
+    levels : int
+        FedBBQ's M ≥ 1 (paper: 7, i.e. 128 bins).
+    prior_strength : float
+        BBQ's N' > 0 (paper: 2).
+    rng : int, Generator or None
+
+    Returns
+    -------
+    MulticlassBinningCalibrator
+
+    Raises
+    ------
+    ValueError, TypeError
+        Invalid federation, privacy model, T, p, or option.
+
+    Notes
+    -----
+    Choices where the paper is open:
+
+    * Histograms are summed over all T rounds (the calibrator after round t
+      uses everything aggregated so far); a client sampled in several rounds
+      contributes several times, which is why α_j is clipped at 1.
+    * Without DP, N_j (class-j examples over all clients) is taken as known to
+      the server (one extra secure-aggregation count, or public metadata).
+    * Under DP, Ñ_j is the sum of the noisy positive histogram (clamped at
+      0) and σ_P in α̃_j = min(Ñ_j / (sqrt(2/π)·σ_P·|P_j|), 1) is the per-bin
+      noise standard deviation of the T-round total, σ+·sqrt(T); |P_j| is the
+      number of bins.
+    * Clipping happens on the client (Algorithm 1's "server clips" would not
+      bound sensitivity). Each class-j positive histogram is clipped to L2
+      norm C+, each negative one to C−; noise on P is z·sqrt(2c)·C+ and on N
+      z·sqrt(2c)·C−, so the normalised 2c-histogram vector has sensitivity
+      sqrt(2c) and multiplier z (the paper's 2cT count of Lemma B.7).
+    * Noise is continuous Gaussian, as the paper's Lemma B.7: clipped
+      histograms are real-valued. Negative noisy counts are clamped at 0
+      before decoding (post-processing).
+
+    Privacy: user-level (ε, δ)-DP under UserLevelDP; with SecureAggregation
+    the server learns the exact summed histograms (no DP). The spent budget is
+    recorded in the calibrator's ``privacy``.
+
+    References
+    ----------
+    .. [1] Multiclass paper, Algorithm 1, §4.1, §4.3, Appendices B.1, B.3–B.5.
+    """
+    priv, t, p_rate = check_procedure(fed, privacy, rounds, sampling_rate)
+    if method not in ("binning", "bbq"):
+        raise ValueError(f"method must be 'binning' or 'bbq', got {method!r}")
+    if weighting not in _WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {_WEIGHTINGS}, got {weighting!r}")
+    if method == "bbq":
+        m = check_int_at_least(levels, 1, name="levels")
+        if m > 16:
+            raise ValueError(f"levels must be an integer in 1..16, got {levels!r}")
+        bins = 2**m
+    else:
+        bins = check_int_at_least(n_bins, 1, name="n_bins")
+    prior = check_positive(prior_strength, name="prior_strength")
+    gen = as_generator(rng)
+
+    plan = plan_noise(priv, rounds=t, sampling_rate=p_rate)
+    probs = to_probabilities(fed.scores, fed.kind)
+    hist = _aggregate_histograms(
+        fed,
+        probs,
+        priv,
+        n_bins=bins,
+        rounds=t,
+        sampling_rate=p_rate,
+        noise_multiplier=plan.noise_multiplier,
+        gen=gen,
+    )
+    if method == "bbq":
+        table, scheme_w = bbq_table(hist.positive, hist.negative, prior_strength=prior)
+    else:
+        table, scheme_w = histogram_table(hist.positive, hist.negative), None
+
+    c = fed.n_classes
+    n_tilde = np.maximum(hist.positive.sum(axis=1), 0.0)
+    if plan.is_private:
+        noise_mass = math.sqrt(2.0 / math.pi) * hist.noise_std_positive * math.sqrt(t) * bins
+        alpha = np.minimum(n_tilde / noise_mass, 1.0)
+    else:
+        n_class = np.bincount(fed.labels, minlength=c).astype(np.float64)
+        alpha = np.where(n_class > 0, np.minimum(n_tilde / np.maximum(n_class, 1.0), 1.0), 0.0)
+
+    release = f"2c = {2 * c} one-vs-all histograms of {bins} bins"
+    noise_std = None
+    if isinstance(priv, UserLevelDP):
+        release += " (positive clipped to C+, negative to C− in L2, per client and class)"
+        noise_std = {"positive": hist.noise_std_positive, "negative": hist.noise_std_negative}
+    record = privacy_record(priv, plan, release=release, noise_std=noise_std)
+    record["participations"] = hist.participations
+    return MulticlassBinningCalibrator(
+        table,
+        np.asarray(alpha, dtype=np.float64),
+        weighting,
+        method,
+        scheme_w,
+        n_classes=c,
+        input_kind=fed.kind,
+        privacy=record,
+    )
