@@ -155,3 +155,52 @@ def test_scores_outside_domain(tmp_path: Path, capsys: pytest.CaptureFixture[str
         == 2
     )
     assert "score_range" in capsys.readouterr().err
+
+
+def test_calibrate_writes_calibrator_and_report(scores_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cal"
+    code = main(
+        [
+            "calibrate",
+            str(scores_csv),
+            "--score",
+            "s",
+            "--label",
+            "y",
+            "--client",
+            "c",
+            "--privacy",
+            "distdp",
+            "--epsilon",
+            "1",
+            "--method",
+            "binning",
+            "--out",
+            str(out),
+            "--seed",
+            "0",
+        ]
+    )
+    assert code == 0
+    assert {p.name for p in out.iterdir()} == {
+        "calibrator.json",
+        "calibration-report.html",
+        "calibration-report.md",
+    }
+    from fedeval.calibration import calibrator_from_json
+
+    cal = calibrator_from_json((out / "calibrator.json").read_text())
+    p = cal.predict_proba(np.array([0.1, 0.5, 0.9]))
+    assert np.all((p >= 0) & (p <= 1))
+
+
+def test_calibrate_bad_input_leaves_no_files(
+    scores_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cal"
+    args = ["calibrate", str(scores_csv), "--score", "s", "--label", "y", "--out", str(out)]
+    assert main([*args, "--privacy", "userdp", "--epsilon", "1"]) == 2
+    assert "--delta" in capsys.readouterr().err
+    assert main([*args, "--privacy", "sa", "--method", "temperature"]) == 2
+    assert "binary" in capsys.readouterr().err
+    assert not out.exists()

@@ -2,6 +2,7 @@
 
 ``fedeval demo``      built-in data under SA, DistDP ε=1 and LDP ε=5, table + report
 ``fedeval evaluate``  a CSV/Parquet file of scores and labels
+``fedeval calibrate`` learn a calibrator, write it as JSON with a before/after report
 ``fedeval plan``      parameters and predicted errors for a deployment
 
 Exit status 0 on success, 2 with a one-line reason on bad input.
@@ -246,6 +247,57 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import fedeval as fe
+    from fedeval.privacy.models import privacy_model
+    from fedeval.report.calibration_report import write_calibration_report
+
+    if args.privacy != "sa" and args.epsilon is None:
+        raise CLIError(f"--privacy {args.privacy} needs --epsilon")
+    kwargs: dict[str, Any] = {}
+    if args.privacy == "userdp":
+        if args.delta is None:
+            raise CLIError("--privacy userdp needs --delta")
+        kwargs["clip"] = args.clip if len(args.clip) == 1 else tuple(args.clip)
+        if len(args.clip) == 1:
+            kwargs["clip"] = args.clip[0]
+    privacy = privacy_model(args.privacy, epsilon=args.epsilon, delta=args.delta, **kwargs)
+    score: str | list[str] = args.score[0] if len(args.score) == 1 else list(args.score)
+    fed = fe.read(
+        args.file,
+        score=score,
+        label=args.label,
+        client=args.client,
+        kind=args.kind,
+        score_range=(args.score_min, args.score_max),
+    )
+    if not 0.0 < args.test_fraction < 1.0:
+        raise CLIError(f"--test-fraction must lie in (0, 1), got {args.test_fraction}")
+    # Simulation: hold out whole clients to check the calibrator afterwards.
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(fed.n_clients)
+    n_test = max(1, round(args.test_fraction * fed.n_clients))
+    if n_test >= fed.n_clients:
+        raise CLIError("too few clients to hold some out for the report")
+    train, test = fed.subset(np.sort(order[n_test:])), fed.subset(np.sort(order[:n_test]))
+    options: dict[str, Any] = {}
+    if fed.kind != "binary":
+        options = {"rounds": args.rounds, "sampling_rate": args.sampling_rate}
+    cal = fe.calibrate(train, privacy, method=args.method, rng=args.seed, **options)
+    paths = write_calibration_report(
+        cal, test.scores, test.labels, args.out, privacy=privacy.describe()
+    )
+    if args.json:
+        print(json.dumps({k: str(v) for k, v in paths.items()}))
+    else:
+        print(
+            f"{fed}\ncalibrated by {args.method} on {train.n_clients} clients, "
+            f"checked on {test.n_clients} held-out clients"
+        )
+        print(f"calibrator: {paths['calibrator']}\nreport: {paths['html']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedeval", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -286,6 +338,38 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", default="fedeval-report")
     ev.add_argument("--json", action="store_true")
     ev.set_defaults(func=cmd_evaluate)
+
+    ca = sub.add_parser("calibrate", help="learn a calibrator from a file of scores and labels")
+    ca.add_argument("file")
+    ca.add_argument("--score", nargs="+", required=True, help="one column, or one per class")
+    ca.add_argument("--label", required=True)
+    ca.add_argument("--client", default=None)
+    ca.add_argument("--kind", choices=["auto", "binary", "probabilities", "logits"], default="auto")
+    ca.add_argument("--privacy", choices=["sa", "distdp", "ldp", "userdp"], required=True)
+    ca.add_argument("--epsilon", type=float, default=None)
+    ca.add_argument("--delta", type=float, default=None)
+    ca.add_argument(
+        "--clip", type=float, nargs="+", default=[1.0], help="C, or C+ C- for histograms"
+    )
+    ca.add_argument(
+        "--method",
+        default="bbq",
+        choices=["binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"],
+    )
+    ca.add_argument("--rounds", type=int, default=1)
+    ca.add_argument("--sampling-rate", type=float, default=1.0)
+    ca.add_argument(
+        "--test-fraction",
+        type=float,
+        default=0.3,
+        help="fraction of clients held out to draw the before/after diagrams",
+    )
+    ca.add_argument("--score-min", type=float, default=0.0)
+    ca.add_argument("--score-max", type=float, default=1.0)
+    ca.add_argument("--seed", type=int, default=None)
+    ca.add_argument("--out", default="fedeval-calibration")
+    ca.add_argument("--json", action="store_true")
+    ca.set_defaults(func=cmd_calibrate)
 
     pl = sub.add_parser("plan", help="parameters and predicted errors for a deployment")
     pl.add_argument("--clients", type=int, required=True)
