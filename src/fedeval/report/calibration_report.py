@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from fedeval.metrics.calibration_error import (
     expected_calibration_error,
     maximum_calibration_error,
 )
+from fedeval.report._files import write_all_or_nothing
 from fedeval.report.evaluation_report import _html_table, _md_table, _png
 from fedeval.report.reliability import reliability_diagram
 
@@ -113,14 +113,5 @@ def write_calibration_report(
         "markdown": out / "calibration-report.md",
     }
     contents = {"calibrator": calibrator.to_json(), "html": doc, "markdown": md}
-    tmp = {k: p.with_suffix(p.suffix + ".tmp") for k, p in targets.items()}
-    try:
-        for k, p in tmp.items():
-            p.write_text(contents[k], encoding="utf-8")
-        for k, p in tmp.items():
-            p.replace(targets[k])
-    finally:
-        for p in tmp.values():
-            p.unlink(missing_ok=True)
-    json.loads(contents["calibrator"])  # written JSON is valid by construction; cheap sanity
+    write_all_or_nothing({targets[k]: contents[k] for k in targets})
     return targets

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from fedeval.evaluation import Evaluation
+from fedeval.report._files import write_all_or_nothing
 
 __all__ = ["plot_pr", "plot_roc", "write_report"]
 
@@ -203,15 +204,7 @@ td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#f
         "markdown": "\n".join(md),
         "json": json.dumps(payload, indent=2, default=float),
     }
-    tmp = {k: p.with_suffix(p.suffix + ".tmp") for k, p in targets.items()}
-    try:
-        for k, p in tmp.items():
-            p.write_text(contents[k], encoding="utf-8")
-        for k, p in tmp.items():
-            p.replace(targets[k])
-    finally:
-        for p in tmp.values():
-            p.unlink(missing_ok=True)
+    write_all_or_nothing({targets[k]: contents[k] for k in targets})
     return targets
 
 
