@@ -107,7 +107,7 @@ def test_privacy_is_recorded_and_charged_once() -> None:
         histogram_binning(fed, DistributedDP(1.0), height=5, rng=0, ledger=ledger)
     assert ledger.spent_epsilon == pytest.approx(1.0)
     sa = histogram_binning(fed, SecureAggregation(), rng=0)
-    assert sa.epsilon is None and sa.epsilon_spent == math.inf and sa.ledger == []
+    assert sa.epsilon is None and sa.epsilon_spent == 0.0 and sa.ledger == []
 
 
 def test_probabilities_are_clamped_under_heavy_noise() -> None:

@@ -122,8 +122,9 @@ class HistogramBinningCalibrator(Calibrator):
 
     @property
     def epsilon_spent(self) -> float:
-        """ε of the release (``inf`` when no DP was applied)."""
-        return math.inf if self.epsilon is None else float(self.epsilon)
+        """ε charged for the release: 0 under secure aggregation, which charges
+        no budget and gives no DP guarantee (as ``Evaluation.epsilon_spent``)."""
+        return 0.0 if self.epsilon is None else float(self.epsilon)
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """Calibrated P(y = 1) of each score.

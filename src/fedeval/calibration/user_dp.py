@@ -298,9 +298,10 @@ class MulticlassCalibrator(Calibrator):
 
     @property
     def epsilon_spent(self) -> float:
-        """ε of the user-level guarantee (``math.inf`` without DP)."""
+        """ε charged (the user-level guarantee's ε): 0 under secure aggregation,
+        which charges no budget and gives no DP guarantee (as ``Evaluation.epsilon_spent``)."""
         eps = self.privacy.get("epsilon")
-        return math.inf if eps is None else float(eps)
+        return 0.0 if eps is None else float(eps)
 
     @property
     def delta_spent(self) -> float:
