@@ -473,3 +473,18 @@ def test_errors_consume_no_randomness(good):
     with pytest.raises(ValueError):
         fv.auc(s, y, ids, epsilon=1.0, clients=[1, 2], rng=gen)
     assert gen.bit_generator.state == before
+
+
+def test_vertical_release_is_charged_to_the_ledger() -> None:
+    import fedeval as fe
+
+    rng = np.random.default_rng(0)
+    s = rng.random(500)
+    y = (rng.random(500) < s).astype(int)
+    ledger = fe.BudgetLedger(1.5)
+    fe.vertical.auc(s, y, np.arange(500) % 5, epsilon=1.0, mechanism="rr", rng=0, ledger=ledger)
+    assert ledger.spent_epsilon == pytest.approx(1.0)
+    assert ledger.entries[0].unit == "label"
+    with pytest.raises(fe.BudgetExceededError):
+        fe.vertical.auc(s, y, np.arange(500) % 5, epsilon=1.0, mechanism="rr", rng=0, ledger=ledger)
+    assert len(ledger.entries) == 1

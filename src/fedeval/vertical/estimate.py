@@ -19,6 +19,7 @@ from fedeval._validation import (
     check_scores,
 )
 from fedeval.privacy.guarantee import Guarantee
+from fedeval.privacy.ledger import BudgetLedger
 from fedeval.vertical.laplace import (
     Allocation,
     Noise,
@@ -166,6 +167,7 @@ def auc(
     delta: float | None = None,
     clients: ArrayLike | None = None,
     rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
 ) -> VerticalAUC:
     """Global AUC computed by a server that never sees the labels (vertical FL).
 
@@ -198,6 +200,9 @@ def auc(
         δ in (0, 1), required for the Gaussian mechanisms only.
     clients : array_like of int, optional
         The label parties taking part; each must hold at least one example.
+    ledger : BudgetLedger, optional
+        Charged (ε, δ) per label before anything is released; a release that
+        would exceed its total raises ``BudgetExceededError``.
     rng : int, Generator or None
         Source of all noise.
 
@@ -288,6 +293,15 @@ def auc(
             n_clients=k,
             guarantee=_NO_DP,
             released_n_pos=exact.n_pos,
+        )
+    if ledger is not None:
+        # Charged before any noise is drawn; a refusal releases nothing.
+        ledger.charge(
+            f"vertical AUC ({mechanism})",
+            eps,
+            0.0 if delta is None else float(delta),
+            unit="label",
+            details={"mechanism": str(mechanism), "n_clients": k},
         )
     if parsed is None:
         return _rr(protocol, y, eps, gen)
