@@ -4,6 +4,7 @@
 ``fedeval evaluate``  a CSV/Parquet file of scores and labels
 ``fedeval calibrate`` learn a calibrator, write it as JSON with a before/after report
 ``fedeval plan``      parameters and predicted errors for a deployment
+``fedeval flower-sim`` the Flower apps (SecAgg+) on N simulated clients (needs fedeval[flower])
 
 Exit status 0 on success, 2 with a one-line reason on bad input.
 """
@@ -298,6 +299,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_flower_sim(args: argparse.Namespace) -> int:
+    from fedeval.flower.simulate import run_flower_sim_command
+
+    return run_flower_sim_command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fedeval", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -380,6 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--target-error", type=float, default=0.01)
     pl.add_argument("--json", action="store_true")
     pl.set_defaults(func=cmd_plan)
+
+    from fedeval.flower.simulate import add_flower_sim_arguments
+
+    fs = sub.add_parser(
+        "flower-sim",
+        help="partition a file over N simulated Flower clients and evaluate (needs fedeval[flower])",
+    )
+    add_flower_sim_arguments(fs)
+    fs.set_defaults(func=cmd_flower_sim)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""fedeval on Flower: an example Flower App (see README.md)."""

@@ -1,0 +1,309 @@
+"""Run the fedeval Flower apps on a local simulation federation.
+
+:func:`simulate` partitions a :class:`~fedeval.data.Federation` into one file
+per simulated client, starts ``flwr.simulation.run_simulation`` with the
+fedeval ClientApp and ServerApp, and returns what the ServerApp wrote
+(``flower_result.json``; the report is next to it). It backs the CLI
+shortcut ``fedeval flower-sim`` (:func:`run_flower_sim_command`) and the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedeval._rng import RNGLike, as_generator
+from fedeval.data import Federation
+
+__all__ = [
+    "add_flower_sim_arguments",
+    "quiet_flower_environment",
+    "run_flower_sim_command",
+    "run_flower_simulation",
+    "simulate",
+    "write_partitions",
+]
+
+
+def quiet_flower_environment(flwr_home: str | Path | None = None) -> None:
+    """Set the environment a local simulation needs (DESIGN.md, Flower notes).
+
+    No telemetry, no runtime dependency installation, and ``FLWR_HOME`` in a
+    temporary directory unless already set.
+    """
+    os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
+    os.environ.setdefault("FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION", "1")
+    if flwr_home is not None:
+        os.environ["FLWR_HOME"] = str(flwr_home)
+    else:
+        os.environ.setdefault("FLWR_HOME", tempfile.mkdtemp(prefix="fedeval-flwr-home-"))
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+
+
+def write_partitions(
+    fed: Federation,
+    n_clients: int,
+    out_dir: str | Path,
+    *,
+    rng: RNGLike = None,
+) -> tuple[list[Path], int]:
+    """Write one CSV (``score``, ``label``) per simulated Flower client.
+
+    Federation clients are spread over ``n_clients`` parts at random (each part
+    gets whole federation clients); a federation with one example per client
+    (no client column) is therefore split i.i.d. by example.
+
+    Returns
+    -------
+    (paths, max_examples)
+        ``paths[i]`` is partition i's file; ``max_examples`` the largest part.
+
+    Raises
+    ------
+    ValueError
+        Fewer federation clients than ``n_clients``, or a multiclass task.
+    """
+    if fed.kind != "binary":
+        raise ValueError("Flower evaluation needs a binary task (1-D scores)")
+    if n_clients < 1 or n_clients > fed.n_clients:
+        raise ValueError(f"cannot split {fed.n_clients} client(s) into {n_clients} Flower clients")
+    gen = as_generator(rng)
+    part_of_client = gen.permutation(fed.n_clients) % n_clients
+    part = part_of_client[fed.client_index]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    import pandas as pd
+
+    paths = []
+    sizes = np.bincount(part, minlength=n_clients)
+    for i in range(n_clients):
+        sel = part == i
+        p = out / f"client_{i}.csv"
+        pd.DataFrame({"score": fed.scores[sel], "label": fed.labels[sel]}).to_csv(p, index=False)
+        paths.append(p)
+    return paths, int(sizes.max())
+
+
+def run_flower_simulation(
+    *,
+    num_supernodes: int,
+    client_config: Mapping[str, Any],
+    server_config: Mapping[str, Any],
+    num_cpus_per_client: float = 1.0,
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Start one Flower simulation of the fedeval apps; return ``flower_result.json``.
+
+    Parameters
+    ----------
+    num_supernodes : int
+        Simulated nodes; node i has ``partition-id = i``.
+    client_config : mapping
+        ClientApp defaults (``data-path`` with ``{partition-id}``, columns, ...).
+    server_config : mapping
+        ServerApp settings; ``out-dir`` is where the report goes.
+
+    Raises
+    ------
+    RuntimeError
+        The ServerApp failed (its error, e.g. not enough clients, is in the message).
+    """
+    quiet_flower_environment()
+    from flwr.simulation import run_simulation
+
+    from fedeval.flower.client_app import make_client_app
+    from fedeval.flower.server_app import ERROR_FILE, RESULT_FILE, make_server_app
+
+    server = {"num-clients": num_supernodes, **dict(server_config)}
+    out = Path(str(server.get("out-dir", "fedeval-flower-report")))
+    out.mkdir(parents=True, exist_ok=True)
+    for f in (RESULT_FILE, ERROR_FILE):
+        (out / f).unlink(missing_ok=True)
+    run_simulation(
+        server_app=make_server_app(server),
+        client_app=make_client_app(client_config),
+        num_supernodes=num_supernodes,
+        backend_config={
+            "client_resources": {"num_cpus": num_cpus_per_client, "num_gpus": 0.0},
+            "init_args": {"logging_level": "ERROR", "log_to_driver": verbose},
+        },
+        verbose_logging=verbose,
+    )
+    if (out / ERROR_FILE).exists():
+        raise RuntimeError((out / ERROR_FILE).read_text().strip())
+    if not (out / RESULT_FILE).exists():
+        raise RuntimeError("the Flower simulation ended without a result (see the log above)")
+    result: dict[str, Any] = json.loads((out / RESULT_FILE).read_text())
+    return result
+
+
+def simulate(
+    fed: Federation,
+    n_clients: int,
+    *,
+    privacy: Sequence[str] = ("sa",),
+    out_dir: str | Path = "fedeval-flower-report",
+    data_dir: str | Path | None = None,
+    rng: RNGLike = None,
+    client_seed: int | None = None,
+    **server_options: Any,
+) -> dict[str, Any]:
+    """Evaluate ``fed`` on ``n_clients`` simulated Flower clients.
+
+    Parameters
+    ----------
+    fed : Federation
+        Binary task; split over the simulated clients by :func:`write_partitions`.
+    n_clients : int
+    privacy : sequence of {"sa", "distdp", "ldp"}
+        Evaluations to run, in order, in the same simulation.
+    out_dir : path
+        Report directory (``report.html``, ``report.md``, ``results.json``,
+        ``flower_result.json``).
+    data_dir : path, optional
+        Where the partitions are written (default: a temporary directory).
+    rng : int, Generator or None
+        Partitioning and server randomness.
+    client_seed : int, optional
+        Tests only: makes the clients' noise reproducible.
+    **server_options
+        ServerApp settings with underscores for dashes (``epsilon=1.0``,
+        ``height=6``, ``max_dropouts=1``, ``secagg=False``, ...).
+
+    Returns
+    -------
+    dict
+        The content of ``flower_result.json``.
+    """
+    gen = as_generator(rng)
+    data = (
+        Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="fedeval-parts-"))
+    )
+    _, max_examples = write_partitions(fed, n_clients, data, rng=gen)
+    lo, hi = fed.score_range
+    client_config: dict[str, Any] = {
+        "data-path": str(data / "client_{partition-id}.csv"),
+        "score-column": "score",
+        "label-column": "label",
+        "score-min": lo,
+        "score-max": hi,
+    }
+    if client_seed is not None:
+        client_config["client-seed"] = int(client_seed)
+    server: dict[str, Any] = {
+        "privacy": ",".join(privacy),
+        "score-min": lo,
+        "score-max": hi,
+        "max-examples-per-client": max_examples,
+        "out-dir": str(out_dir),
+        "seed": int(gen.integers(2**31)),
+    }
+    for k, v in server_options.items():
+        if v is not None:
+            server[k.replace("_", "-")] = v
+    return run_flower_simulation(
+        num_supernodes=n_clients, client_config=client_config, server_config=server
+    )
+
+
+# ------------------------------------------------------------------------ CLI
+def add_flower_sim_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``fedeval flower-sim``."""
+    parser.add_argument("file", help="CSV/Parquet file of scores and labels")
+    parser.add_argument("--clients", type=int, required=True, help="simulated Flower clients")
+    parser.add_argument("--score", default="score")
+    parser.add_argument("--label", default="label")
+    parser.add_argument("--client", default=None, help="client column (default: split rows)")
+    parser.add_argument("--privacy", nargs="+", choices=["sa", "distdp", "ldp"], default=["sa"])
+    parser.add_argument("--epsilon", type=float, default=None)
+    parser.add_argument("--noise", choices=["polya", "skellam"], default="polya")
+    parser.add_argument("--delta", type=float, default=None)
+    parser.add_argument("--height", type=int, default=None)
+    parser.add_argument("--branching", type=int, default=2)
+    parser.add_argument("--buckets", type=int, default=None)
+    parser.add_argument("--quantiles", type=int, default=None)
+    parser.add_argument("--max-dropouts", type=int, default=1)
+    parser.add_argument("--min-clients", type=int, default=3)
+    parser.add_argument("--clip-probability", type=float, default=1e-9)
+    parser.add_argument(
+        "--no-secagg",
+        action="store_true",
+        help="plaintext sums instead of SecAgg+ (benchmarking only: shares are visible)",
+    )
+    parser.add_argument("--score-min", type=float, default=0.0)
+    parser.add_argument("--score-max", type=float, default=1.0)
+    parser.add_argument("--thresholds", type=float, nargs="+", default=[0.5])
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--out", default="fedeval-flower-report")
+    parser.add_argument("--json", action="store_true")
+
+
+def run_flower_sim_command(args: argparse.Namespace) -> int:
+    """Handler of ``fedeval flower-sim``: partition FILE over N clients and run the apps.
+
+    Returns 0 on success; raises ValueError on bad input (the CLI prints it and
+    exits with status 2).
+    """
+    import importlib.util
+
+    import fedeval as fe
+
+    if importlib.util.find_spec("flwr") is None:
+        raise ValueError("fedeval flower-sim needs the flower extra: pip install 'fedeval[flower]'")
+    if args.clients < 3:
+        raise ValueError(f"--clients must be >= 3 (SecAgg+ needs 3 clients), got {args.clients}")
+    if any(p != "sa" for p in args.privacy) and args.epsilon is None:
+        raise ValueError("--privacy distdp/ldp needs --epsilon")
+    fed = fe.read(
+        args.file,
+        score=args.score,
+        label=args.label,
+        client=args.client,
+        score_range=(args.score_min, args.score_max),
+    )
+    try:
+        result = simulate(
+            fed,
+            args.clients,
+            privacy=args.privacy,
+            out_dir=args.out,
+            rng=args.seed,
+            epsilon=args.epsilon,
+            noise=args.noise,
+            delta=args.delta,
+            height=args.height,
+            branching=args.branching,
+            n_buckets=args.buckets,
+            n_quantiles=args.quantiles,
+            max_dropouts=args.max_dropouts,
+            min_clients=args.min_clients,
+            clip_probability=args.clip_probability,
+            secagg=not args.no_secagg,
+            thresholds=",".join(str(t) for t in args.thresholds),
+        )
+    except RuntimeError as exc:
+        raise ValueError(f"Flower simulation failed: {exc}") from None
+    if args.json:
+        print(json.dumps(result, default=float))
+        return 0
+    print(f"{fed}\nFlower simulation with {args.clients} clients")
+    for name, ev in result["evaluations"].items():
+        facts = ev["facts"]
+        print(
+            f"{name:>16}: ROC AUC {ev['roc_auc']:.4f}  clients used {facts['n_used']}/"
+            f"{facts['n_selected']}  failed {len(facts['failed'])}  rejected "
+            f"{len(facts['rejected'])}  {ev['wall_seconds']:.2f}s  "
+            f"{ev['bytes_sent_per_client']:.0f} B/client"
+        )
+        print(f"{'':>18}{ev['guarantee']}")
+        for who, why in {**facts["failed"], **facts["rejected"]}.items():
+            print(f"{'':>18}{who}: {why}")
+    print(f"\nreport: {Path(args.out) / 'report.html'}")
+    return 0

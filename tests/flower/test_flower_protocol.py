@@ -1,0 +1,279 @@
+"""Pure-Python parts of the Flower integration (no flwr needed).
+
+Plan encoding, the faithful client encoder against the in-process release,
+range checks, the SecAgg+ parameter and clipping-range choice, and the noise of
+the sum of client shares.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import fedeval as fe
+from fedeval.flower.protocol import (
+    EvaluationPlan,
+    NotEnoughClientsError,
+    ReplyOutOfRangeError,
+    ReplyRange,
+    build_evaluation,
+    check_enough_clients,
+    check_reply,
+    choose_clipping_range,
+    clipping_delta,
+    decode_ldp,
+    decode_sum,
+    encode_client,
+    privacy_from_dict,
+    privacy_to_dict,
+    reply_range,
+    secagg_parameters,
+    share_noise,
+)
+from fedeval.sketches.hierarchy import release_hierarchy
+
+
+def _fed(n: int = 3000, n_clients: int = 20, seed: int = 0) -> fe.Federation:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0.0, 1.0)
+    return fe.Federation.from_arrays(s, y, clients=rng.integers(0, n_clients, n))
+
+
+def _plan(model: object, fed: fe.Federation, **kw: object) -> EvaluationPlan:
+    args: dict = {
+        "privacy": privacy_to_dict(model),  # type: ignore[arg-type]
+        "height": 4,
+        "branching": 2,
+        "score_range": (0.0, 1.0),
+        "max_examples": int(fed.client_sizes.max()),
+        "n_shares": fed.n_clients,
+        "min_received": fed.n_clients - 1,
+    }
+    args.update(kw)
+    return EvaluationPlan(**args)
+
+
+# ------------------------------------------------------------------ plan codec
+@pytest.mark.parametrize(
+    "model",
+    [
+        fe.SecureAggregation(),
+        fe.DistributedDP(epsilon=1.0),
+        fe.DistributedDP(epsilon=2.0, noise="skellam", delta=1e-6),
+        fe.DistributedDP(epsilon=1.0, unit="client", contribution_bound=5),
+        fe.LocalDP(epsilon=3.0),
+    ],
+)
+def test_plan_json_round_trip(model: object) -> None:
+    plan = _plan(model, _fed(200, 5), setting="x")
+    back = EvaluationPlan.from_json(plan.to_json())
+    assert back == plan
+    assert privacy_from_dict(back.privacy) == model
+
+
+@pytest.mark.parametrize(
+    "text", ["not json", "[1, 2]", '{"height": 3}', '{"privacy": {"name": "magic"}}']
+)
+def test_malformed_plan_is_a_clear_error(text: str) -> None:
+    with pytest.raises(ValueError, match=r"plan|privacy"):
+        EvaluationPlan.from_json(text)
+
+
+def test_plan_rejects_bad_fields() -> None:
+    fed = _fed(200, 5)
+    with pytest.raises(ValueError, match="min_received"):
+        _plan(fe.SecureAggregation(), fed, min_received=9, n_shares=5)
+    with pytest.raises(ValueError, match="max_examples"):
+        _plan(fe.SecureAggregation(), fed, max_examples=0)
+    with pytest.raises(TypeError, match="UserLevelDP"):
+        privacy_to_dict(fe.UserLevelDP(epsilon=1.0, delta=1e-5, clip=1.0))
+
+
+# --------------------------------------------------------------- client encoder
+def test_sa_client_encodings_sum_to_the_in_process_release() -> None:
+    fed = _fed()
+    plan = _plan(fe.SecureAggregation(), fed)
+    rng = np.random.default_rng(1)
+    total = sum(encode_client(plan, v.scores, v.labels, rng) for v in fed.clients())
+    tree = decode_sum(plan, np.asarray(total), fed.n_clients)
+    ref = release_hierarchy(fed, fe.SecureAggregation(), height=4)
+    for a, b in zip(tree.levels, ref.levels, strict=True):
+        np.testing.assert_array_equal(a, b)
+    ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
+    direct = fe.evaluate(fed, fe.SecureAggregation(), height=4, n_buckets=4, n_quantiles=16)
+    assert ev.roc_auc == direct.roc_auc
+    assert ev.parameters["n_clients"] == fed.n_clients
+
+
+def test_client_above_declared_bound_refuses() -> None:
+    fed = _fed(200, 5)
+    plan = _plan(fe.SecureAggregation(), fed, max_examples=3)
+    v = fed.client(0)
+    with pytest.raises(ValueError, match="max_examples"):
+        encode_client(plan, v.scores, v.labels, np.random.default_rng(0))
+
+
+@pytest.mark.statistical
+def test_sum_of_client_shares_has_the_target_variance() -> None:
+    """k >= threshold Pólya shares, each drawn by the client's own code, sum to the
+    target discrete Laplace (variance × k/m): checked over many draws."""
+    fed = _fed(400, 20)
+    plan = _plan(fe.DistributedDP(epsilon=1.0), fed, min_received=18)
+    noise = share_noise(plan)
+    assert noise is not None
+    rng = np.random.default_rng(7)
+    k = 19  # one of 20 clients dropped out
+    reps = []
+    for _ in range(60):
+        tot = np.zeros(plan.vector_length, dtype=np.int64)
+        for i in range(k):
+            v = fed.client(i)
+            tot += encode_client(plan, v.scores, v.labels, rng)
+        reps.append(tot)
+    counts = plan.spec.encode_levels(
+        fed.scores[fed.client_index < k], fed.labels[fed.client_index < k]
+    )
+    noise_draws = np.asarray(reps) - counts
+    target = noise.target.variance
+    expected = target * k / 18
+    n = noise_draws.size
+    se = expected * math.sqrt(5.0 / n)  # var of s² for a Laplace-like law ≈ σ⁴(2+3)/n
+    assert abs(noise_draws.var() - expected) < 5 * se
+    assert abs(noise_draws.mean()) < 5 * math.sqrt(expected / n)
+
+
+# ------------------------------------------------------------------ range checks
+def test_check_reply_accepts_honest_and_rejects_out_of_range() -> None:
+    r = ReplyRange(4, 0, 5)
+    np.testing.assert_array_equal(check_reply(np.array([0.0, 5.0, 1.0, 2.0]), r), [0, 5, 1, 2])
+    with pytest.raises(ReplyOutOfRangeError, match="outside the honest range"):
+        check_reply(np.array([0, 6, 0, 0]), r)
+    with pytest.raises(ReplyOutOfRangeError, match="outside the honest range"):
+        check_reply(np.array([-1, 0, 0, 0]), r)
+    with pytest.raises(ReplyOutOfRangeError, match="shape"):
+        check_reply(np.zeros(3), r)
+    with pytest.raises(ReplyOutOfRangeError, match="non-integer"):
+        check_reply(np.array([0.5, 0, 0, 0]), r)
+    with pytest.raises(ReplyOutOfRangeError, match="non-finite"):
+        check_reply(np.array([np.nan, 0, 0, 0]), r)
+    with pytest.raises(ReplyOutOfRangeError, match="sums to"):
+        check_reply(np.array([1, 1, 0, 0]), ReplyRange(4, 0, 5, total=3))
+
+
+def test_ldp_reply_range_and_decoding() -> None:
+    fed = _fed(2000, 20)
+    model = fe.LocalDP(epsilon=4.0)
+    base = _plan(model, fed)
+    rng = np.random.default_rng(3)
+    levels = (np.arange(fed.n_clients) % base.height) + 1
+    raw = [np.zeros(2 * base.spec.level_size(k), dtype=np.int64) for k in range(1, 5)]
+    n_rep = np.zeros(4, dtype=np.int64)
+    m_k = np.zeros(4, dtype=np.int64)
+    for i, v in enumerate(fed.clients()):
+        plan = base.with_level(int(levels[i]))
+        vec = encode_client(plan, v.scores, v.labels, rng)
+        check_reply(vec, reply_range(plan, n_examples=v.n_examples))
+        with pytest.raises(ReplyOutOfRangeError):
+            bad = vec.copy()
+            bad[0] = v.n_examples + 1
+            check_reply(bad, reply_range(plan, n_examples=v.n_examples))
+        raw[plan.level - 1] += vec
+        n_rep[plan.level - 1] += v.n_examples
+        m_k[plan.level - 1] += 1
+    tree = decode_ldp(base, raw, n_rep, m_k)
+    assert tree.n_clients == fed.n_clients
+    # Unbiased totals: within a generous multiple of their standard error.
+    totals = tree.totals()
+    sd = np.sqrt(tree.node_variance[0].sum(axis=1))
+    true = np.bincount(fed.labels, minlength=2)
+    assert np.all(np.abs(totals - true) < 6 * sd + 1)
+
+
+def test_declared_size_above_bound_is_rejected() -> None:
+    plan = _plan(fe.SecureAggregation(), _fed(200, 5), max_examples=10)
+    with pytest.raises(ReplyOutOfRangeError, match="max_examples"):
+        reply_range(plan, n_examples=11)
+
+
+def test_not_enough_clients_is_a_clear_error() -> None:
+    check_enough_clients(3, 3, stage="selection")
+    with pytest.raises(NotEnoughClientsError, match="only 2 client"):
+        check_enough_clients(2, 3, stage="selection")
+
+
+# -------------------------------------------------------------- SecAgg+ set-up
+@pytest.mark.parametrize(("n", "d"), [(20, 1), (21, 2), (100, 5), (4, 1)])
+def test_secagg_parameters_are_odd_and_tolerate_dropouts(n: int, d: int) -> None:
+    s, t = secagg_parameters(n, max_dropouts=d)
+    assert s % 2 == 1 and s <= n
+    assert t == s - d and t > s // 2 and t >= 2
+
+
+def test_secagg_parameters_refuse_insecure_tolerance() -> None:
+    with pytest.raises(ValueError, match="majority"):
+        secagg_parameters(10, max_dropouts=5)
+    with pytest.raises(ValueError, match="max_dropouts"):
+        secagg_parameters(10, max_dropouts=0)
+    with pytest.raises(ValueError, match="at least 3"):
+        secagg_parameters(2, max_dropouts=1)
+
+
+def test_clipping_range_without_noise_is_the_count_bound() -> None:
+    fed = _fed(500, 20)
+    plan = _plan(fe.SecureAggregation(), fed, max_examples=50)
+    p = choose_clipping_range(plan, max_dropouts=1)
+    assert p.clipping_range == 50 and p.quantization_range == 100
+    assert p.noise_tail == 0 and p.clip_probability == 0.0
+    assert plan.n_shares * p.quantization_range < p.modulus_range <= 2**32
+
+
+@pytest.mark.parametrize(
+    "model",
+    [fe.DistributedDP(epsilon=1.0), fe.DistributedDP(epsilon=1.0, noise="skellam", delta=1e-6)],
+)
+def test_clipping_range_bounds_honest_shares(model: object) -> None:
+    fed = _fed(500, 20)
+    plan = _plan(model, fed, max_examples=40, min_received=18)
+    target = 1e-9
+    p = choose_clipping_range(plan, max_dropouts=1, clip_probability=target)
+    assert p.clipping_range == 40 + p.noise_tail
+    assert 0 < p.clip_probability <= target
+    # τ is the smallest such bound: τ - 1 would exceed the target.
+    smaller = choose_clipping_range(plan, max_dropouts=1, clip_probability=p.clip_probability * 50)
+    assert smaller.noise_tail < p.noise_tail
+    # Empirically no share of 20 clients × vector length exceeds τ.
+    noise = share_noise(plan)
+    assert noise is not None
+    draws = noise.sample_share((plan.n_shares, plan.vector_length), np.random.default_rng(0))
+    assert np.abs(draws).max() <= p.noise_tail
+
+
+def test_clipping_delta_folds_into_the_guarantee() -> None:
+    assert clipping_delta(1.0, 0.0) == 0.0
+    assert clipping_delta(1.0, 1e-9) == pytest.approx((1 + math.e) * 1e-9)
+    fed = _fed(500, 20)
+    plan = _plan(fe.DistributedDP(epsilon=1.0), fed, min_received=19)
+    tree = decode_sum(plan, np.zeros(plan.vector_length, dtype=np.int64), 20, clip_probability=1e-9)
+    assert tree.guarantee.epsilon == pytest.approx(1.0)
+    assert tree.guarantee.delta == pytest.approx((1 + math.e) * 1e-9)
+    assert "20 of 20" in tree.guarantee.statement
+    ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
+    assert ev.delta_spent == pytest.approx((1 + math.e) * 1e-9)
+    assert ev.epsilon_spent == pytest.approx(1.0)
+
+
+def test_exact_sum_must_fit_the_modulus() -> None:
+    fed = _fed(500, 20)
+    plan = _plan(fe.SecureAggregation(), fed, max_examples=2**27)
+    with pytest.raises(ValueError, match="modulus_range"):
+        choose_clipping_range(plan, max_dropouts=1)
+
+
+def test_fewer_shares_than_threshold_weakens_epsilon() -> None:
+    fed = _fed(500, 20)
+    plan = _plan(fe.DistributedDP(epsilon=1.0), fed, min_received=18)
+    tree = decode_sum(plan, np.zeros(plan.vector_length, dtype=np.int64), 10)
+    assert tree.guarantee.epsilon > 1.0
