@@ -46,7 +46,7 @@ from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureA
 from fedeval.privacy.noise_shares import frequency_oracle_for, share_noise_for
 from fedeval.privacy.polya import PolyaShares
 from fedeval.privacy.skellam import SkellamShares
-from fedeval.sketches.hierarchy import HierarchicalHistogram, HierarchySpec, _sampling_variance
+from fedeval.sketches.hierarchy import HierarchicalHistogram, HierarchySpec, decode_ldp_levels
 
 __all__ = [
     "PLAN_KEY",
@@ -826,24 +826,20 @@ def decode_ldp(
     h = spec.height
     n_clients = int(np.sum(clients_by_level))
     n_examples = int(np.sum(n_reports_by_level))
-    levels, variances = [], []
-    for k in range(h):
-        oracle = _ldp_oracle(plan, model, k + 1)
-        n_k = int(n_reports_by_level[k])
-        m_k = int(clients_by_level[k])
-        est_flat = oracle.estimate(np.asarray(raw_by_level[k], dtype=np.int64), n_k)
-        scale = n_clients / max(m_k, 1)
-        est = est_flat.reshape(spec.n_classes, -1)
-        plug_in = np.clip(est_flat, 0, None)
-        if plug_in.sum() > n_k:
-            plug_in *= n_k / plug_in.sum()
-        plug_in = np.floor(plug_in).astype(np.int64)
-        if model.oracle == "rr":
-            plug_in[np.argmax(plug_in)] += n_k - int(plug_in.sum())
-        noise_var = oracle.count_variance(plug_in, n_k)
-        samp = _sampling_variance(np.clip(est * scale, 0, None), m_k, n_clients, n_examples)
-        levels.append(est * scale)
-        variances.append(noise_var.reshape(spec.n_classes, -1) * scale**2 + samp)
+    estimates = [
+        _ldp_oracle(plan, model, k + 1).estimate(
+            np.asarray(raw_by_level[k], dtype=np.int64), int(n_reports_by_level[k])
+        )
+        for k in range(h)
+    ]
+    levels, variances = decode_ldp_levels(
+        spec,
+        model,
+        estimates,
+        np.asarray(n_reports_by_level),
+        np.asarray(clients_by_level),
+        n_examples,
+    )
     entries = [
         LedgerEntry(
             "hierarchy, one OUE report per example at its client's level",

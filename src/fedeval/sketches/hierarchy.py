@@ -58,7 +58,13 @@ from fedeval.privacy.ledger import BudgetLedger, LedgerEntry
 from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureAggregation
 from fedeval.sketches.histogram import UniformGrid, class_leaf_counts
 
-__all__ = ["HierarchicalHistogram", "HierarchySpec", "LevelBudget", "release_hierarchy"]
+__all__ = [
+    "HierarchicalHistogram",
+    "HierarchySpec",
+    "LevelBudget",
+    "decode_ldp_levels",
+    "release_hierarchy",
+]
 
 LevelBudget = Literal["split", "assign"]
 
@@ -861,25 +867,9 @@ def _release_ldp(
 
     rel = federated_frequencies(fed, item_of, group_of_client, oracles, path=path, rng=gen)
     m_k = np.bincount(group_of_client, minlength=h)
-    levels, variances = [], []
-    for k in range(h):
-        scale = fed.n_clients / max(int(m_k[k]), 1)
-        est = rel.estimates[k].reshape(spec.n_classes, -1)
-        # The exact variance depends on the unknown true counts; plug in the
-        # estimate, rounded and clamped to what the group can hold.
-        plug_in = np.clip(rel.estimates[k], 0, None)
-        n_k = int(rel.n_reports[k])
-        if plug_in.sum() > n_k:  # one-hot reports: true counts sum to at most n_k
-            plug_in *= n_k / plug_in.sum()
-        plug_in = np.floor(plug_in).astype(np.int64)
-        if model.oracle == "rr":  # RR counts must account for every report
-            plug_in[np.argmax(plug_in)] += n_k - int(plug_in.sum())
-        noise_var = oracles[k].count_variance(plug_in, int(rel.n_reports[k]))
-        samp = _sampling_variance(
-            np.clip(est * scale, 0, None), int(m_k[k]), fed.n_clients, fed.n_examples
-        )
-        levels.append(est * scale)
-        variances.append(noise_var.reshape(spec.n_classes, -1) * scale**2 + samp)
+    levels, variances = decode_ldp_levels(
+        spec, model, rel.estimates, rel.n_reports, m_k, fed.n_examples
+    )
     return HierarchicalHistogram(
         spec=spec,
         levels=tuple(levels),
@@ -895,6 +885,65 @@ def _release_ldp(
         n_clients=fed.n_clients,
         privacy=model.describe(),
     )
+
+
+def decode_ldp_levels(
+    spec: HierarchySpec,
+    model: LocalDP,
+    estimates: list[NDArray[np.float64]],
+    n_reports: NDArray[np.int64],
+    clients_per_level: NDArray[np.int64],
+    n_examples: int,
+) -> tuple[list[NDArray[np.float64]], list[NDArray[np.float64]]]:
+    """Population counts and node variances from per-level local-DP estimates.
+
+    The server step shared by the simulation and the Flower server. Level k's
+    debiased estimates count the examples of the m_k clients assigned to it;
+    they are scaled by M/m_k (unbiased under the uniform split of clients),
+    and each node's variance is the oracle's variance (with the estimate
+    plugged in for the unknown true counts, clamped to what the level's
+    one-hot reports can hold) times the scale², plus the sampling variance of
+    the split.
+
+    Parameters
+    ----------
+    spec : HierarchySpec
+    model : LocalDP
+    estimates : list of ndarray, level k at index k-1, length n_classes·b^k
+        Unbiased within-level estimates (``oracle.estimate``).
+    n_reports : ndarray of int64, shape (h,)
+        Reports (examples) per level.
+    clients_per_level : ndarray of int64, shape (h,)
+        m_k, clients assigned to each level.
+    n_examples : int
+        Total examples (reports) over all levels.
+
+    Returns
+    -------
+    levels, variances : lists of ndarray, shape (n_classes, b^k)
+    """
+    from fedeval.privacy.noise_shares import frequency_oracle_for
+
+    n_clients = int(np.sum(clients_per_level))
+    levels, variances = [], []
+    for k in range(spec.height):
+        oracle = frequency_oracle_for(model, spec.n_classes * spec.level_size(k + 1))
+        m = int(clients_per_level[k])
+        n_k = int(n_reports[k])
+        scale = n_clients / max(m, 1)
+        flat = np.asarray(estimates[k], dtype=np.float64)
+        est = flat.reshape(spec.n_classes, -1)
+        clamped = np.clip(flat, 0, None)
+        if clamped.sum() > n_k:  # one-hot reports: true counts sum to at most n_k
+            clamped *= n_k / clamped.sum()
+        plug_in = np.floor(clamped).astype(np.int64)
+        if model.oracle == "rr":  # RR counts must account for every report
+            plug_in[np.argmax(plug_in)] += n_k - int(plug_in.sum())
+        noise_var = oracle.count_variance(plug_in, n_k)
+        samp = _sampling_variance(np.clip(est * scale, 0, None), m, n_clients, n_examples)
+        levels.append(est * scale)
+        variances.append(noise_var.reshape(spec.n_classes, -1) * scale**2 + samp)
+    return levels, variances
 
 
 def _scale_assigned_levels(
