@@ -33,7 +33,7 @@ from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureAggregation
 from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget, release_hierarchy
 
-__all__ = ["Evaluation", "evaluate"]
+__all__ = ["Evaluation", "evaluate", "resolve_parameters"]
 
 
 @dataclass(frozen=True)
@@ -256,6 +256,78 @@ def _pr(
     )
 
 
+def resolve_parameters(
+    privacy: PrivacyModel,
+    *,
+    n_clients: int,
+    n_examples: int,
+    height: int | None = None,
+    branching: int = 2,
+    n_buckets: int | None = None,
+    n_quantiles: int | None = None,
+    interpolation: str = "pchip",
+    pr_strategy: str = "separate",
+    auc_buckets: str = "equi-depth",
+    level_budget: str = "split",
+    path: str = "fast",
+) -> tuple[Plan, dict[str, Any]]:
+    """The planner's choices, overridden where the caller gave a value, validated.
+
+    Shared by :func:`evaluate` and the Flower server so both release and decode
+    with the same parameters.
+
+    Returns
+    -------
+    plan : Plan
+    parameters : dict
+        What :attr:`Evaluation.parameters` holds.
+    """
+    chosen = plan(
+        n_clients=n_clients,
+        n_examples=n_examples,
+        epsilon=None if isinstance(privacy, SecureAggregation) else privacy.epsilon,
+        privacy=privacy.name,
+        branching=branching,
+    )
+    h = chosen.height if height is None else check_int_at_least(height, 1, name="height")
+    leaves = branching**h
+    q = (
+        min(chosen.n_quantiles, leaves)
+        if n_quantiles is None
+        else check_int_at_least(n_quantiles, 1, name="n_quantiles")
+    )
+    nb = (
+        min(chosen.n_buckets, max(2, leaves // 4))
+        if n_buckets is None
+        else check_int_at_least(n_buckets, 1, name="n_buckets")
+    )
+    if interpolation not in ("pchip", "linear"):
+        raise ValueError(f"interpolation must be 'pchip' or 'linear', got {interpolation!r}")
+    if pr_strategy not in ("separate", "combine"):
+        raise ValueError(f"pr_strategy must be 'separate' or 'combine', got {pr_strategy!r}")
+    if auc_buckets not in ("equi-depth", "uniform"):
+        raise ValueError(f"auc_buckets must be 'equi-depth' or 'uniform', got {auc_buckets!r}")
+    params: dict[str, Any] = {
+        "height": h,
+        "branching": branching,
+        "n_buckets": nb,
+        "n_quantiles": q,
+        "interpolation": interpolation,
+        "pr_strategy": pr_strategy,
+        "auc_buckets": auc_buckets,
+        "level_budget": level_budget,
+        "path": path,
+        "planned": {
+            "height": height is None,
+            "n_buckets": n_buckets is None,
+            "n_quantiles": n_quantiles is None,
+        },
+        "n_clients": n_clients,
+        "n_examples": n_examples,
+    }
+    return chosen, params
+
+
 def evaluate(
     fed: Federation,
     privacy: PrivacyModel,
@@ -330,59 +402,30 @@ def evaluate(
             f"not {type(privacy).__name__}"
         )
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
-    chosen = plan(
+    chosen, params = resolve_parameters(
+        privacy,
         n_clients=fed.n_clients,
         n_examples=fed.n_examples,
-        epsilon=None if isinstance(privacy, SecureAggregation) else privacy.epsilon,
-        privacy=privacy.name,
+        height=height,
         branching=branching,
+        n_buckets=n_buckets,
+        n_quantiles=n_quantiles,
+        interpolation=interpolation,
+        pr_strategy=pr_strategy,
+        auc_buckets=auc_buckets,
+        level_budget=level_budget,
+        path=path,
     )
-    h = chosen.height if height is None else check_int_at_least(height, 1, name="height")
-    leaves = branching**h
-    q = (
-        min(chosen.n_quantiles, leaves)
-        if n_quantiles is None
-        else check_int_at_least(n_quantiles, 1, name="n_quantiles")
-    )
-    nb = (
-        min(chosen.n_buckets, max(2, leaves // 4))
-        if n_buckets is None
-        else check_int_at_least(n_buckets, 1, name="n_buckets")
-    )
-    if interpolation not in ("pchip", "linear"):
-        raise ValueError(f"interpolation must be 'pchip' or 'linear', got {interpolation!r}")
-    if pr_strategy not in ("separate", "combine"):
-        raise ValueError(f"pr_strategy must be 'separate' or 'combine', got {pr_strategy!r}")
-    if auc_buckets not in ("equi-depth", "uniform"):
-        raise ValueError(f"auc_buckets must be 'equi-depth' or 'uniform', got {auc_buckets!r}")
     gen = as_generator(rng)
     tree = release_hierarchy(
         fed,
         privacy,
-        height=h,
+        height=params["height"],
         branching=branching,
         level_budget=level_budget,
         path=path,
         rng=gen,
         ledger=ledger,
     ).consistent()
-    params = {
-        "height": h,
-        "branching": branching,
-        "n_buckets": nb,
-        "n_quantiles": q,
-        "interpolation": interpolation,
-        "pr_strategy": pr_strategy,
-        "auc_buckets": auc_buckets,
-        "level_budget": level_budget,
-        "path": path,
-        "planned": {
-            "height": height is None,
-            "n_buckets": n_buckets is None,
-            "n_quantiles": n_quantiles is None,
-        },
-        "n_clients": fed.n_clients,
-        "n_examples": fed.n_examples,
-    }
     seed = int(gen.integers(2**31))
     return Evaluation(tree, params, chosen, bootstrap_replicates, seed)

@@ -38,8 +38,7 @@ from fedeval.aggregation import (
     limit_contributions,
 )
 from fedeval.data import ClientView, Federation
-from fedeval.evaluation import Evaluation
-from fedeval.planning import plan as plan_parameters
+from fedeval.evaluation import Evaluation, resolve_parameters
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
 from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureAggregation
@@ -889,34 +888,21 @@ def build_evaluation(
     used, failed, rejected, SecAgg+ settings).
     """
     model = plan.model
-    n_clients = max(tree.n_clients, 1)
-    chosen = plan_parameters(
-        n_clients=n_clients,
-        epsilon=None if isinstance(model, SecureAggregation) else model.epsilon,
-        privacy=model.name,
+    chosen, params = resolve_parameters(
+        model,
+        n_clients=max(tree.n_clients, 1),
+        n_examples=round(float(max(tree.totals().sum(), 0.0))),
+        height=plan.height,
         branching=plan.branching,
+        n_buckets=n_buckets,
+        n_quantiles=n_quantiles,
+        interpolation=interpolation,
+        pr_strategy=pr_strategy,
+        auc_buckets=auc_buckets,
+        level_budget="assign" if isinstance(model, LocalDP) else "split",
+        path="flower",
     )
-    leaves = plan.branching**plan.height
-    q = min(chosen.n_quantiles, leaves) if n_quantiles is None else int(n_quantiles)
-    nb = min(chosen.n_buckets, max(2, leaves // 4)) if n_buckets is None else int(n_buckets)
-    params: dict[str, Any] = {
-        "height": plan.height,
-        "branching": plan.branching,
-        "n_buckets": nb,
-        "n_quantiles": q,
-        "interpolation": interpolation,
-        "pr_strategy": pr_strategy,
-        "auc_buckets": auc_buckets,
-        "level_budget": "assign" if isinstance(model, LocalDP) else "split",
-        "path": "flower",
-        "planned": {
-            "height": height_planned,
-            "n_buckets": n_buckets is None,
-            "n_quantiles": n_quantiles is None,
-        },
-        "n_clients": tree.n_clients,
-        "n_examples": float(max(tree.totals().sum(), 0.0)),
-    }
+    params["planned"]["height"] = height_planned
     if facts is not None:
         params["flower"] = asdict(facts)
     consistent = tree if tree.is_consistent else tree.consistent()
