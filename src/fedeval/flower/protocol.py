@@ -891,7 +891,7 @@ def build_evaluation(
     chosen, params = resolve_parameters(
         model,
         n_clients=max(tree.n_clients, 1),
-        n_examples=round(float(max(tree.totals().sum(), 0.0))),
+        n_examples=max(1, round(float(tree.totals().sum()))),
         height=plan.height,
         branching=plan.branching,
         n_buckets=n_buckets,
