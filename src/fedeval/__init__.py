@@ -11,7 +11,7 @@ The one pipeline: client data → encode → federated sum under a privacy model
 
 from __future__ import annotations
 
-from fedeval import calibration, demo, metrics, partition, privacy, report, sketches, vertical
+from fedeval import calibration, demo, ecdf, metrics, partition, privacy, report, sketches, vertical
 from fedeval.calibration.api import calibrate
 from fedeval.data import ClientView, Federation, read
 from fedeval.evaluation import Evaluation, evaluate
@@ -44,6 +44,7 @@ __all__ = [
     "calibrate",
     "calibration",
     "demo",
+    "ecdf",
     "evaluate",
     "metrics",
     "partition",

@@ -18,15 +18,18 @@ from fedeval.metrics.calibration_error import (
     top_label_calibration_error,
 )
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
+from fedeval.metrics.hosmer_lemeshow import HosmerLemeshowResult, hosmer_lemeshow
 
 __all__ = [
     "CalibrationBins",
+    "HosmerLemeshowResult",
     "ThresholdMetrics",
     "auc_from_bucket_counts",
     "calibration_bins",
     "classwise_calibration_error",
     "expected_calibration_error",
     "histogram_auc",
+    "hosmer_lemeshow",
     "maximum_calibration_error",
     "pr_area_error",
     "roc_area_error",
