@@ -67,8 +67,12 @@ def main() -> None:
     t_se = time.perf_counter() - t0
     auc = roc_auc_score(labels, scores)
 
-    print(f"{n:,} examples, {fed.n_clients:,} clients; Federation built in {t_fed:.2f} s (not timed below)")
-    print(f"height {ev.parameters['height']}, buckets {ev.parameters['n_buckets']}, quantiles {ev.parameters['n_quantiles']}")
+    print(
+        f"{n:,} examples, {fed.n_clients:,} clients; Federation built in {t_fed:.2f} s (not timed below)"
+    )
+    print(
+        f"height {ev.parameters['height']}, buckets {ev.parameters['n_buckets']}, quantiles {ev.parameters['n_quantiles']}"
+    )
     print(f"{'np.bincount pass':40s} {t_bincount * 1e3:9.1f} ms")
     print(f"{'sklearn roc_auc_score':40s} {t_sklearn * 1e3:9.1f} ms")
     print(f"{'fe.evaluate + AUC + curves + thresholds':40s} {t_eval * 1e3:9.1f} ms")
@@ -76,7 +80,9 @@ def main() -> None:
     r1, r2 = t_eval / t_bincount, t_eval / t_sklearn
     print(f"evaluate / bincount = {r1:.2f}  (target <= 3: {'PASS' if r1 <= 3 else 'FAIL'})")
     print(f"evaluate / sklearn  = {r2:.3f} (target <= 0.1: {'PASS' if r2 <= 0.1 else 'FAIL'})")
-    print(f"AUC exact {auc:.6f}, DistDP eps=1 {ev.roc_auc:.6f} ± {ev.roc_auc_se:.6f}, error {abs(ev.roc_auc - auc):.2e}")
+    print(
+        f"AUC exact {auc:.6f}, DistDP eps=1 {ev.roc_auc:.6f} ± {ev.roc_auc_se:.6f}, error {abs(ev.roc_auc - auc):.2e}"
+    )
 
 
 if __name__ == "__main__":

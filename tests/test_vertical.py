@@ -14,7 +14,7 @@ from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
 import fedeval.vertical as fv
-from fedeval.privacy.gaussian import Gaussian
+from fedeval.privacy.mechanisms.gaussian import Gaussian
 
 # (mechanism, allocation, delta) combinations that the module supports.
 COMBOS = [

@@ -26,8 +26,8 @@ from typing import Literal, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike, as_generator
 from fedeval.data import ClientView, Federation
+from fedeval.randomness import RNGLike, as_generator
 
 __all__ = [
     "FrequencyOracle",

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from fedeval._validation import check_binary_labels, check_scores
+from fedeval.validation import check_binary_labels, check_scores
 
 __all__ = ["ClientView", "Federation", "ScoreKind", "read"]
 

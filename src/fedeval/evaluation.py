@@ -15,8 +15,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_int_at_least
 from fedeval.aggregation import Path
 from fedeval.data import Federation
 from fedeval.metrics.auc import BucketStrategy, histogram_auc
@@ -31,7 +29,9 @@ from fedeval.metrics.roc import curve_thresholds, roc_curve_from_ecdfs
 from fedeval.planning import Plan, plan
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureAggregation
+from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget, release_hierarchy
+from fedeval.validation import check_int_at_least
 
 __all__ = ["Evaluation", "evaluate", "resolve_parameters"]
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_int_at_least, check_positive
 from fedeval.data import Federation
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = ["by_score", "dirichlet", "iid", "natural"]
 

@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
-from fedeval._validation import check_epsilon, check_int_at_least
+from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = ["ERROR_CONSTANTS", "Plan", "error_rates", "plan"]
 

@@ -59,7 +59,15 @@ def test_unknown_method_and_bad_inputs() -> None:
         calibrate(fed, SecureAggregation(), method="binning", n_bins=0)
     with pytest.raises(TypeError):
         calibrate(fed, SecureAggregation(), method="binning", no_such_option=1)
-    assert set(METHODS) == {"binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"}
+    assert set(METHODS) == {
+        "binning",
+        "bbq",
+        "temperature",
+        "vector",
+        "matrix",
+        "op-vector",
+        "fedcal",
+    }
 
 
 def test_multiclass_goes_to_calibrate_multiclass(monkeypatch: pytest.MonkeyPatch) -> None:

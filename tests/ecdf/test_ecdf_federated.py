@@ -9,8 +9,8 @@ import pytest
 
 from fedeval.data import Federation
 from fedeval.ecdf import empirical_cdf, federated_ecdf
-from fedeval.privacy.laplace import DiscreteLaplace
 from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
 
 
 def _federation(n: int = 600, n_clients: int = 12, seed: int = 0) -> Federation:

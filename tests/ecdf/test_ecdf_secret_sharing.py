@@ -10,8 +10,8 @@ from scipy import stats
 
 from fedeval.data import Federation
 from fedeval.ecdf import empirical_cdf, multi_server_ecdf, reconstruct, share_vector
-from fedeval.privacy.laplace import DiscreteLaplace
 from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
 
 
 def _federation(seed: int = 0) -> Federation:

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from fedeval.privacy import SkellamShares, skellam_epsilon, skellam_rdp
-from fedeval.privacy.skellam import SKELLAM_RDP_ORDERS
+from fedeval.privacy.mechanisms.skellam import SKELLAM_RDP_ORDERS
 
 
 @pytest.mark.statistical

@@ -25,8 +25,8 @@ from scipy import stats
 
 from fedeval.aggregation import federated_sum, limit_contributions
 from fedeval.data import Federation
+from fedeval.privacy.mechanisms.skellam import SkellamShares
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
-from fedeval.privacy.skellam import SkellamShares
 from fedeval.sketches.hierarchy import release_hierarchy
 
 pytestmark = pytest.mark.statistical

@@ -18,9 +18,9 @@ from __future__ import annotations
 import importlib
 from typing import Any, Literal
 
-from fedeval._rng import RNGLike
 from fedeval.calibration.base import Calibrator
 from fedeval.data import Federation
+from fedeval.randomness import RNGLike
 
 __all__ = ["METHODS", "Method", "calibrate"]
 

@@ -50,8 +50,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln
 
-from fedeval._rng import RNGLike
-from fedeval._validation import check_int_at_least, check_positive
 from fedeval.aggregation import Path
 from fedeval.calibration.base import Calibrator, register
 from fedeval.calibration.binning import (
@@ -67,7 +65,9 @@ from fedeval.calibration.binning import (
 )
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
+from fedeval.randomness import RNGLike
 from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget
+from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = ["BBQCalibrator", "bbq", "bbq_candidate_bins", "bbq_from_hierarchy", "bbq_log_score"]
 

@@ -43,14 +43,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike
-from fedeval._validation import check_int_at_least
 from fedeval.aggregation import Path
 from fedeval.calibration.base import Calibrator, register
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
+from fedeval.randomness import RNGLike
 from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget, release_hierarchy
+from fedeval.validation import check_int_at_least
 
 __all__ = [
     "HistogramBinningCalibrator",

@@ -28,8 +28,6 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_int_at_least, check_positive
 from fedeval.calibration.base import register
 from fedeval.calibration.scaling import (
     _nll_residual,
@@ -47,6 +45,8 @@ from fedeval.calibration.user_dp import (
 )
 from fedeval.data import Federation
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = ["FedCalCalibrator", "fit_fedcal", "mlp_nll_and_grad"]
 

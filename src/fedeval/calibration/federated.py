@@ -32,11 +32,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike, as_generator
 from fedeval.calibration.user_dp import MulticlassCalibrator, check_procedure, poisson_sample
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.randomness import RNGLike, as_generator
 
 __all__ = ["METHODS", "MulticlassMethod", "calibrate_multiclass", "sample_participants"]
 
@@ -81,7 +81,7 @@ def sample_participants(
     .. [1] Multiclass paper, Algorithms 1–2 ("samples participants with
        probability p"); the accountant assumes exactly this Poisson sampling.
     """
-    from fedeval._validation import check_int_at_least, check_probability
+    from fedeval.validation import check_int_at_least, check_probability
 
     k = check_int_at_least(n_clients, 1, name="n_clients")
     p = check_probability(sampling_rate, name="sampling_rate")

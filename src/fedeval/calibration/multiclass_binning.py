@@ -41,8 +41,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_int_at_least, check_positive
 from fedeval.calibration.base import register
 from fedeval.calibration.user_dp import (
     MulticlassCalibrator,
@@ -54,6 +52,8 @@ from fedeval.calibration.user_dp import (
 )
 from fedeval.data import Federation
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = [
     "BinningHistograms",

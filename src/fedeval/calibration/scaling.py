@@ -48,8 +48,6 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_int_at_least, check_positive
 from fedeval.calibration.base import register
 from fedeval.calibration.user_dp import (
     MulticlassCalibrator,
@@ -63,6 +61,8 @@ from fedeval.calibration.user_dp import (
 )
 from fedeval.data import Federation
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = [
     "ScalingCalibrator",

@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._validation import check_int_at_least, check_probability
 from fedeval.calibration.base import Calibrator
 from fedeval.privacy.accounting import calibrate_noise_multiplier, gaussian_rounds_epsilon
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.validation import check_int_at_least, check_probability
 
 __all__ = [
     "MulticlassCalibrator",

@@ -39,14 +39,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
 from fedeval.aggregation import Path, federated_sum
 from fedeval.data import Federation
 from fedeval.ecdf.grid import check_grid
 from fedeval.ecdf.release import PrivateECDF
 from fedeval.ecdf.tree import TreeMechanism, path_sums
 from fedeval.privacy.ledger import BudgetLedger
-from fedeval.privacy.polya import PolyaShares
+from fedeval.privacy.mechanisms.polya import PolyaShares
+from fedeval.randomness import RNGLike, as_generator
 
 __all__ = ["FederatedECDF", "TreePathShares", "federated_ecdf"]
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._validation import check_int_at_least, check_positive
+from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = ["check_grid", "equal_width_grid", "geometric_grid", "tree_height"]
 

@@ -19,8 +19,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._validation import check_positive
 from fedeval.ecdf.release import PrivateECDF
+from fedeval.validation import check_positive
 
 __all__ = ["inverse_ecdf"]
 

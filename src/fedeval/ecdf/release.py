@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike
 from fedeval.ecdf.grid import check_grid, tree_height
 from fedeval.ecdf.tree import Neighbouring, NoiseKind, TreeMechanism
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
+from fedeval.randomness import RNGLike
 
 if TYPE_CHECKING:
     from fedeval.ecdf.smoothing import Solver

@@ -30,13 +30,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_binary_labels, check_epsilon
 from fedeval.ecdf.grid import check_grid
 from fedeval.ecdf.release import PrivateECDF, _check_values, private_ecdf
 from fedeval.ecdf.tree import NoiseKind
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger, LedgerEntry
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_binary_labels, check_epsilon
 
 __all__ = ["DPROCCurve", "dp_roc_curve", "roc_l1_distance"]
 

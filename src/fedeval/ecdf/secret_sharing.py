@@ -57,14 +57,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
 from fedeval.data import Federation
 from fedeval.ecdf.grid import check_grid
 from fedeval.ecdf.release import PrivateECDF, prefix_counts
 from fedeval.ecdf.tree import TreeMechanism, path_sums
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
-from fedeval.privacy.polya import PolyaShares
+from fedeval.privacy.mechanisms.polya import PolyaShares
+from fedeval.randomness import RNGLike, as_generator
 
 __all__ = [
     "MultiServerECDF",
@@ -96,7 +96,7 @@ def share_vector(vector: ArrayLike, n_servers: int, rng: RNGLike = None) -> NDAr
     n_servers : int
         m ≥ 2.
     rng : int, Generator or None
-        Use :func:`fedeval._rng.secure_generator` in deployment: numpy's
+        Use :func:`fedeval.randomness.secure_generator` in deployment: numpy's
         PCG64 is not a cryptographic generator.
 
     Returns

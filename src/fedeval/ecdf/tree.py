@@ -44,11 +44,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_epsilon, check_int_at_least
 from fedeval.ecdf.grid import tree_height
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.laplace import DiscreteLaplace, Laplace
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, Laplace
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = [
     "Neighbouring",

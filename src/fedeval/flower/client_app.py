@@ -108,7 +108,7 @@ def _rng(context: Context, defaults: Mapping[str, Any], salt: int) -> np.random.
         pid = int(context.node_config.get("partition-id", context.node_id % 2**31))
         return np.random.default_rng([int(seed), pid, salt])
     try:
-        from fedeval._rng import secure_generator
+        from fedeval.randomness import secure_generator
 
         return secure_generator()
     except ImportError:

@@ -29,7 +29,6 @@ from typing import Any, Literal, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import as_generator
 from fedeval.aggregation import (
     ClientEncoder,
     FrequencyOracle,
@@ -41,10 +40,11 @@ from fedeval.data import ClientView, Federation
 from fedeval.evaluation import Evaluation, resolve_parameters
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
+from fedeval.privacy.mechanisms.polya import PolyaShares
+from fedeval.privacy.mechanisms.skellam import SkellamShares
 from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureAggregation
 from fedeval.privacy.noise_shares import frequency_oracle_for, share_noise_for
-from fedeval.privacy.polya import PolyaShares
-from fedeval.privacy.skellam import SkellamShares
+from fedeval.randomness import as_generator
 from fedeval.sketches.hierarchy import HierarchicalHistogram, HierarchySpec, decode_ldp_levels
 
 __all__ = [

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from fedeval._rng import RNGLike, as_generator
 from fedeval.data import Federation
+from fedeval.randomness import RNGLike, as_generator
 
 __all__ = [
     "add_flower_sim_arguments",

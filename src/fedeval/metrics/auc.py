@@ -13,8 +13,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._validation import check_int_at_least
 from fedeval.sketches.hierarchy import HierarchicalHistogram
+from fedeval.validation import check_int_at_least
 
 __all__ = ["auc_from_bucket_counts", "bucket_counts", "histogram_auc"]
 

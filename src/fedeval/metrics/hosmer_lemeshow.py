@@ -41,19 +41,19 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import (
+from fedeval.ecdf.grid import equal_width_grid
+from fedeval.ecdf.release import private_ecdf
+from fedeval.privacy.guarantee import Guarantee
+from fedeval.privacy.ledger import BudgetLedger, LedgerEntry
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, Laplace
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import (
     check_binary_labels,
     check_epsilon,
     check_int_at_least,
     check_positive,
     check_scores,
 )
-from fedeval.ecdf.grid import equal_width_grid
-from fedeval.ecdf.release import private_ecdf
-from fedeval.privacy.guarantee import Guarantee
-from fedeval.privacy.laplace import DiscreteLaplace, Laplace
-from fedeval.privacy.ledger import BudgetLedger, LedgerEntry
 
 __all__ = ["HosmerLemeshowResult", "hosmer_lemeshow"]
 

@@ -13,10 +13,15 @@ from fedeval.privacy.accounting import (
     rdp_to_approx_dp,
     zcdp_to_approx_dp,
 )
-from fedeval.privacy.gaussian import DiscreteGaussian, Gaussian
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.laplace import DiscreteLaplace, Laplace
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger, LedgerEntry
+from fedeval.privacy.mechanisms.discrete_gaussian import DiscreteGaussian
+from fedeval.privacy.mechanisms.gaussian import Gaussian
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, Laplace
+from fedeval.privacy.mechanisms.polya import PolyaShares, polya_difference_epsilon
+from fedeval.privacy.mechanisms.randomized_response import RandomizedResponse
+from fedeval.privacy.mechanisms.skellam import SkellamShares, skellam_epsilon, skellam_rdp
+from fedeval.privacy.mechanisms.unary_encoding import OptimalUnaryEncoding
 from fedeval.privacy.models import (
     DistributedDP,
     LabelDP,
@@ -26,10 +31,6 @@ from fedeval.privacy.models import (
     UserLevelDP,
     privacy_model,
 )
-from fedeval.privacy.polya import PolyaShares, polya_difference_epsilon
-from fedeval.privacy.randomized_response import RandomizedResponse
-from fedeval.privacy.skellam import SkellamShares, skellam_epsilon, skellam_rdp
-from fedeval.privacy.unary_encoding import OptimalUnaryEncoding
 
 __all__ = [
     "BudgetExceededError",

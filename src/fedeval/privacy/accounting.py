@@ -31,8 +31,8 @@ from dp_accounting.rdp import RdpAccountant
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.optimize import minimize_scalar
 
-from fedeval._validation import check_delta, check_epsilon, check_int_at_least, check_positive
 from fedeval.privacy.guarantee import Guarantee
+from fedeval.validation import check_delta, check_epsilon, check_int_at_least, check_positive
 
 __all__ = [
     "basic_composition",

@@ -14,8 +14,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fedeval._validation import check_epsilon
 from fedeval.privacy.guarantee import PrivacyUnit
+from fedeval.validation import check_epsilon
 
 __all__ = ["BudgetExceededError", "BudgetLedger", "LedgerEntry"]
 

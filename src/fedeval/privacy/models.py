@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from fedeval._validation import check_delta, check_epsilon, check_int_at_least, check_positive
 from fedeval.privacy.guarantee import PrivacyUnit
+from fedeval.validation import check_delta, check_epsilon, check_int_at_least, check_positive
 
 __all__ = [
     "DistributedDP",

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.privacy.mechanisms.polya import PolyaShares
+from fedeval.privacy.mechanisms.randomized_response import RandomizedResponse
+from fedeval.privacy.mechanisms.skellam import SkellamShares
+from fedeval.privacy.mechanisms.unary_encoding import OptimalUnaryEncoding
 from fedeval.privacy.models import DistributedDP, LocalDP
-from fedeval.privacy.polya import PolyaShares
-from fedeval.privacy.randomized_response import RandomizedResponse
-from fedeval.privacy.skellam import SkellamShares
-from fedeval.privacy.unary_encoding import OptimalUnaryEncoding
 
 __all__ = ["RROracle", "frequency_oracle_for", "share_noise_for"]
 

@@ -42,8 +42,6 @@ from typing import Any, Literal, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_int_at_least
 from fedeval.aggregation import (
     FrequencyOracle,
     Path,
@@ -56,7 +54,9 @@ from fedeval.data import Federation
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger, LedgerEntry
 from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureAggregation
+from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.histogram import UniformGrid, class_leaf_counts
+from fedeval.validation import check_int_at_least
 
 __all__ = [
     "HierarchicalHistogram",

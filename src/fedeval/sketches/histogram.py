@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._validation import check_int_at_least
+from fedeval.validation import check_int_at_least
 
 __all__ = ["UniformGrid", "class_leaf_counts"]
 

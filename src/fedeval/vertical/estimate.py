@@ -10,16 +10,16 @@ from typing import Any, Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import (
+from fedeval.privacy.guarantee import Guarantee
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import (
     check_binary_labels,
     check_delta,
     check_epsilon,
     check_probability,
     check_scores,
 )
-from fedeval.privacy.guarantee import Guarantee
-from fedeval.privacy.ledger import BudgetLedger
 from fedeval.vertical.laplace import (
     Allocation,
     Noise,

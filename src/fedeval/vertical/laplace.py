@@ -50,8 +50,10 @@ from typing import Literal, get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import (
+from fedeval.privacy.guarantee import Guarantee
+from fedeval.privacy.mechanisms.gaussian import Gaussian
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import (
     check_binary_labels,
     check_delta,
     check_epsilon,
@@ -59,8 +61,6 @@ from fedeval._validation import (
     check_positive,
     check_probability,
 )
-from fedeval.privacy.gaussian import Gaussian
-from fedeval.privacy.guarantee import Guarantee
 from fedeval.vertical.protocol import LocalStatistics, RankProtocol, _local_statistics
 
 __all__ = [

@@ -24,8 +24,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import rankdata
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_binary_labels, check_int_at_least, check_scores
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_binary_labels, check_int_at_least, check_scores
 
 __all__ = [
     "Assignment",

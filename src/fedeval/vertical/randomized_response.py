@@ -42,8 +42,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_binary_labels, check_epsilon, check_int_at_least
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_binary_labels, check_epsilon, check_int_at_least
 
 __all__ = [
     "debias_auc",

@@ -26,8 +26,8 @@ from typing import get_args
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import (
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import (
     check_binary_labels,
     check_epsilon,
     check_int_at_least,

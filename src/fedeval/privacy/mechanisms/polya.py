@@ -32,10 +32,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln, logsumexp
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_epsilon, check_int_at_least
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.laplace import DiscreteLaplace, Size, _as_size, _check_unit
+from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = ["PolyaShares", "polya_difference_epsilon"]
 
@@ -256,7 +257,7 @@ class PolyaShares:
         -------
         numpy.ndarray of int64, shape ``size``
         """
-        return self._sample_difference(self.shape, _as_size(size), as_generator(rng))
+        return self._sample_difference(self.shape, as_size(size), as_generator(rng))
 
     def sample_sum(
         self, size: Size = 1, rng: RNGLike = None, *, n_received: int | None = None
@@ -280,7 +281,7 @@ class PolyaShares:
             With all m = n shares this is exactly DiscreteLaplace(ε, Δ1).
         """
         k = self._check_received(n_received)
-        return self._sample_difference(k * self.shape, _as_size(size), as_generator(rng))
+        return self._sample_difference(k * self.shape, as_size(size), as_generator(rng))
 
     def _check_received(self, n_received: int | None) -> int:
         if n_received is None:
@@ -301,7 +302,7 @@ class PolyaShares:
         return Guarantee(
             epsilon=self.epsilon,
             delta=0.0,
-            unit=_check_unit(unit),
+            unit=check_unit(unit),
             statement=(
                 f"secure sum of Pólya(1/{self.min_received}, α={self.alpha:.6g}) difference "
                 f"shares from {self.n_shares} clients (at least {self.min_received} must "
@@ -341,7 +342,7 @@ class PolyaShares:
         Guarantee
             Pure DP (δ = 0) with the exact ε'.
         """
-        unit = _check_unit(unit)
+        unit = check_unit(unit)
         k = self._check_received(n_received)
         eps = self.epsilon_if_received(k)
         if k >= self._threshold:

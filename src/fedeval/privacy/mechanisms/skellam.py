@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_delta, check_epsilon, check_int_at_least, check_positive
 from fedeval.privacy.accounting import rdp_to_approx_dp
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.laplace import Size, _as_size, _check_unit
+from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_delta, check_epsilon, check_int_at_least, check_positive
 
 __all__ = ["SKELLAM_RDP_ORDERS", "SkellamShares", "skellam_epsilon", "skellam_rdp"]
 
@@ -218,11 +218,11 @@ class SkellamShares:
 
     def sample_share(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.int64]:
         """One client's share, Poisson(μ/n) - Poisson(μ/n), shape ``size``."""
-        return self._sample(self.share_mu, _as_size(size), as_generator(rng))
+        return self._sample(self.share_mu, as_size(size), as_generator(rng))
 
     def sample_sum(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.int64]:
         """The sum of all n shares drawn directly: Poisson(μ) - Poisson(μ) (exact)."""
-        return self._sample(self.mu, _as_size(size), as_generator(rng))
+        return self._sample(self.mu, as_size(size), as_generator(rng))
 
     def epsilon(self, delta: float | None = None) -> float:
         """ε of the summed noise at ``delta`` (or the stored δ)."""
@@ -248,7 +248,7 @@ class SkellamShares:
         ValueError
             If no δ is given and none was stored.
         """
-        unit = _check_unit(unit)
+        unit = check_unit(unit)
         d = self.delta if delta is None else check_delta(delta)
         if d is None:
             raise ValueError("delta is required: pass delta=... or construct with delta=...")

@@ -1,7 +1,7 @@
 """Laplace noise: the discrete Laplace (two-sided geometric) and the continuous Laplace.
 
 The discrete Laplace is the noise every DistDP count in fedeval ends up with: the
-sum of the clients' Pólya shares (:mod:`fedeval.privacy.polya`) is exactly
+sum of the clients' Pólya shares (:mod:`fedeval.privacy.mechanisms.polya`) is exactly
 discrete-Laplace distributed. The continuous Laplace is kept for real-valued
 releases that the papers specify with Laplace noise (e.g. rank sums in Sun et al.
 2023, tree-structured ECDFs in Barczewski et al. 2025).
@@ -22,72 +22,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_epsilon, check_int_at_least, check_positive
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
+from fedeval.privacy.mechanisms.common import (
+    Size,
+    as_size,
+    check_integers,
+    check_unit,
+    two_sided_geometric,
+)
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_epsilon, check_int_at_least, check_positive
 
 __all__ = ["DiscreteLaplace", "Laplace"]
-
-Size = int | tuple[int, ...]
-
-_DP_UNITS: tuple[str, ...] = tuple(u for u in get_args(PrivacyUnit) if u != "none")
-
-
-def _as_size(size: Any) -> tuple[int, ...]:
-    """Validate a numpy-style ``size`` (a non-negative int or a tuple of them)."""
-    if isinstance(size, bool):
-        raise TypeError(f"size must be a non-negative int or a tuple of them, got {size!r}")
-    if isinstance(size, int | np.integer):
-        dims: tuple[Any, ...] = (size,)
-    elif isinstance(size, tuple):
-        dims = size
-    else:
-        raise TypeError(f"size must be a non-negative int or a tuple of them, got {size!r}")
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int | np.integer):
-            raise TypeError(f"size must contain integers only, got {size!r}")
-        if int(d) < 0:
-            raise ValueError(f"size must be non-negative, got {size!r}")
-        out.append(int(d))
-    return tuple(out)
-
-
-def _check_unit(unit: Any) -> PrivacyUnit:
-    """A DP privacy unit ('example', 'client' or 'label')."""
-    if unit not in _DP_UNITS:
-        raise ValueError(f"unit must be one of {_DP_UNITS}, got {unit!r}")
-    return unit
-
-
-def _check_integers(k: ArrayLike, *, name: str = "k") -> NDArray[np.int64]:
-    """An array of integers (integer-valued floats are accepted)."""
-    arr = np.asarray(k)
-    if arr.dtype.kind in "iu":
-        return arr.astype(np.int64, copy=False)
-    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-        return arr.astype(np.int64)
-    raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} with values {arr!r}")
-
-
-def _two_sided_geometric(
-    alpha: float, shape: tuple[int, ...], gen: np.random.Generator
-) -> NDArray[np.int64]:
-    """Exact discrete Laplace draws: the difference of two i.i.d. geometric variables.
-
-    ``Generator.geometric(p)`` counts trials up to the first success (support 1, 2,
-    ...); subtracting two of them cancels the offset and leaves
-    P(k) = (1-α)/(1+α) α^|k| with α = 1-p.
-    """
-    p = 1.0 - alpha
-    a = gen.geometric(p, size=shape).astype(np.int64, copy=False)
-    b = gen.geometric(p, size=shape).astype(np.int64, copy=False)
-    return a - b
 
 
 @dataclass(frozen=True)
@@ -157,7 +107,7 @@ class DiscreteLaplace:
 
     def logpmf(self, k: ArrayLike) -> NDArray[np.float64]:
         """log P(k) for integer ``k`` (any shape)."""
-        kk = np.abs(_check_integers(k)).astype(np.float64)
+        kk = np.abs(check_integers(k)).astype(np.float64)
         x = self.epsilon / self.l1_sensitivity
         # log((1-α)/(1+α)) = log(-expm1(-x)) - log1p(exp(-x))
         log_norm = math.log(-math.expm1(-x)) - math.log1p(math.exp(-x))
@@ -175,7 +125,7 @@ class DiscreteLaplace:
         size : int or tuple of int, default 1
             Output shape.
         rng : int, numpy.random.Generator or None
-            Random source (see :func:`fedeval._rng.as_generator`).
+            Random source (see :func:`fedeval.randomness.as_generator`).
 
         Returns
         -------
@@ -183,8 +133,8 @@ class DiscreteLaplace:
             Each entry is the difference of two i.i.d. geometric variables with
             success probability 1-α, which is exactly discrete Laplace.
         """
-        shape = _as_size(size)
-        return _two_sided_geometric(self.alpha, shape, as_generator(rng))
+        shape = as_size(size)
+        return two_sided_geometric(self.alpha, shape, as_generator(rng))
 
     def guarantee(self, unit: PrivacyUnit = "example") -> Guarantee:
         """Pure ε-DP for integer-valued queries with L1 sensitivity Δ1.
@@ -197,7 +147,7 @@ class DiscreteLaplace:
         return Guarantee(
             epsilon=self.epsilon,
             delta=0.0,
-            unit=_check_unit(unit),
+            unit=check_unit(unit),
             statement=(
                 f"discrete Laplace noise with α = exp(-ε/Δ1) = {self.alpha:.6g} added to an "
                 f"integer-valued query with L1 sensitivity Δ1 = {self.l1_sensitivity}"
@@ -257,7 +207,7 @@ class Laplace:
 
     def sample(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.float64]:
         """Draw Laplace(0, b) noise of shape ``size`` (float64)."""
-        shape = _as_size(size)
+        shape = as_size(size)
         return as_generator(rng).laplace(0.0, self.scale, size=shape)
 
     def guarantee(self, unit: PrivacyUnit = "example") -> Guarantee:
@@ -265,7 +215,7 @@ class Laplace:
         return Guarantee(
             epsilon=self.epsilon,
             delta=0.0,
-            unit=_check_unit(unit),
+            unit=check_unit(unit),
             statement=(
                 f"Laplace noise of scale b = Δ1/ε = {self.scale:.6g} added to a real-valued "
                 f"query with L1 sensitivity Δ1 = {self.l1_sensitivity:.6g}"

@@ -26,16 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_epsilon, check_int_at_least
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.laplace import _check_integers, _check_unit
+from fedeval.privacy.mechanisms.common import check_integers, check_unit
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = ["RandomizedResponse"]
 
 
 def _check_counts(counts: ArrayLike, k: int, *, name: str) -> NDArray[np.int64]:
-    arr = _check_integers(counts, name=name)
+    arr = check_integers(counts, name=name)
     if arr.shape != (k,):
         raise ValueError(f"{name} must have shape ({k},), got {arr.shape}")
     if np.any(arr < 0):
@@ -111,7 +111,7 @@ class RandomizedResponse:
         -------
         numpy.ndarray of int64, same shape as ``values``
         """
-        v = _check_integers(values, name="values")
+        v = check_integers(values, name="values")
         k = self.n_categories
         if v.size and (v.min() < 0 or v.max() >= k):
             raise ValueError(
@@ -191,7 +191,7 @@ class RandomizedResponse:
         return Guarantee(
             epsilon=self.epsilon,
             delta=0.0,
-            unit=_check_unit(unit),
+            unit=check_unit(unit),
             statement=(
                 f"{self.n_categories}-ary randomized response on each report (keep with "
                 f"probability {self.keep_probability:.6g}), local DP"

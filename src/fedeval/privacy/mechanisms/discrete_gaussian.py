@@ -1,17 +1,11 @@
-"""Gaussian noise: the continuous Gaussian (analytic calibration) and the discrete Gaussian.
+"""Discrete Gaussian noise for integer-valued releases (Canonne, Kamath & Steinke 2020).
 
-Real-valued releases (scaler parameters in federated calibration) get continuous
-Gaussian noise, calibrated exactly with the analytic Gaussian mechanism of Balle
-& Wang (2018). Integer releases can use the discrete Gaussian of Canonne, Kamath
-& Steinke (2020), which is ρ-zCDP with ρ = Δ2²/(2σ²) like its continuous
-counterpart but is exactly representable.
+It is ρ-zCDP with ρ = Δ2²/(2σ²) like its continuous counterpart but is exactly
+representable, so it has no floating-point leak.
 
 References
 ----------
-.. [1] B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for
-   differential privacy: analytical calibration and optimal denoising", ICML
-   2018, Theorem 8 and Algorithm 1.
-.. [2] C. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for
+.. [1] C. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for
    differential privacy", NeurIPS 2020 (arXiv:2004.00010), Theorem 4 and
    Theorem 14 (zCDP), Algorithm 3 (sampling), Corollary 13 (zCDP → (ε, δ)).
 """
@@ -23,198 +17,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_delta, check_epsilon, check_positive
 from fedeval.privacy.accounting import zcdp_to_approx_dp
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.laplace import (
+from fedeval.privacy.mechanisms.common import (
     Size,
-    _as_size,
-    _check_integers,
-    _check_unit,
-    _two_sided_geometric,
+    as_size,
+    check_integers,
+    check_unit,
+    two_sided_geometric,
 )
+from fedeval.privacy.mechanisms.gaussian import resolve_delta
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_delta, check_epsilon, check_positive
 
-__all__ = ["DiscreteGaussian", "Gaussian"]
-
-
-def _analytic_log_delta(epsilon: float, ratio: float) -> float:
-    """log δ(ε) of the Gaussian mechanism with σ/Δ2 = ``ratio`` (Balle & Wang, Thm 8).
-
-    δ(ε) = Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ), evaluated in log space so
-    that neither term under- nor overflows.
-    """
-    a = 0.5 / ratio - epsilon * ratio
-    b = -0.5 / ratio - epsilon * ratio
-    log_first = float(log_ndtr(a))
-    log_second = epsilon + float(log_ndtr(b))
-    if log_second >= log_first:
-        return -math.inf
-    return log_first + math.log1p(-math.exp(log_second - log_first))
-
-
-def _resolve_delta(delta: float | None, stored: float | None) -> float:
-    if delta is not None:
-        return check_delta(delta)
-    if stored is not None:
-        return stored
-    raise ValueError(
-        "delta is required: pass guarantee(delta=...) or construct the mechanism with delta=..."
-    )
-
-
-@dataclass(frozen=True)
-class Gaussian:
-    """Continuous Gaussian noise N(0, σ²) for real-valued queries.
-
-    Parameters
-    ----------
-    sigma : float
-        Standard deviation σ > 0.
-    l2_sensitivity : float, default 1.0
-        L2 sensitivity Δ2 > 0 of the query.
-    delta : float, optional, keyword-only
-        δ at which :meth:`guarantee` reports ε by default (set by
-        :meth:`calibrate`).
-
-    Raises
-    ------
-    ValueError, TypeError
-        If σ or Δ2 is not a finite number > 0, or δ is not in (0, 1).
-
-    Notes
-    -----
-    Privacy: the mechanism is (ε, δ)-DP exactly when
-    Φ(Δ2/(2σ) - εσ/Δ2) - e^ε Φ(-Δ2/(2σ) - εσ/Δ2) ≤ δ (Balle & Wang 2018,
-    Theorem 8); :meth:`calibrate` and :meth:`guarantee` solve this equation with
-    a bracketing root-finder (scipy.special.log_ndtr, scipy.optimize.brentq)
-    instead of the paper's Algorithm 1 parametrisation, which yields the same
-    σ. Floating-point Gaussian sampling has the same least-significant-bit
-    caveat as the Laplace (Mironov 2012); use :class:`DiscreteGaussian` for
-    integer releases.
-
-    References
-    ----------
-    .. [1] Balle & Wang (2018), Theorem 8, Algorithm 1.
-    """
-
-    sigma: float
-    l2_sensitivity: float = 1.0
-    delta: float | None = field(default=None, kw_only=True)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", check_positive(self.sigma, name="sigma"))
-        object.__setattr__(
-            self, "l2_sensitivity", check_positive(self.l2_sensitivity, name="l2_sensitivity")
-        )
-        if self.delta is not None:
-            object.__setattr__(self, "delta", check_delta(self.delta))
-
-    @classmethod
-    def calibrate(cls, epsilon: float, delta: float, l2_sensitivity: float = 1.0) -> Gaussian:
-        """The smallest σ for which the Gaussian mechanism is (ε, δ)-DP.
-
-        Parameters
-        ----------
-        epsilon : float
-            Target ε > 0.
-        delta : float
-            Target δ in (0, 1).
-        l2_sensitivity : float, default 1.0
-            Δ2 > 0.
-
-        Returns
-        -------
-        Gaussian
-            With ``delta`` stored; its σ satisfies the exact condition of Balle &
-            Wang (2018, Theorem 8) to within a relative 1e-12.
-        """
-        eps = check_epsilon(epsilon)
-        d = check_delta(delta)
-        sens = check_positive(l2_sensitivity, name="l2_sensitivity")
-        log_d = math.log(d)
-
-        def f(log_ratio: float) -> float:
-            return _analytic_log_delta(eps, math.exp(log_ratio)) - log_d
-
-        lo, hi = -1.0, 0.0
-        while f(lo) < 0:
-            lo -= 2.0
-        while f(hi) > 0:
-            hi += 2.0
-        root = float(brentq(f, lo, hi, xtol=1e-14, rtol=1e-15))
-        ratio = math.exp(root)
-        # brentq may land a hair on the wrong side: step up until δ(ε) ≤ δ holds.
-        while _analytic_log_delta(eps, ratio) > log_d:
-            ratio *= 1.0 + 1e-13
-        return cls(ratio * sens, sens, delta=d)
-
-    @property
-    def noise_multiplier(self) -> float:
-        """σ/Δ2."""
-        return self.sigma / self.l2_sensitivity
-
-    @property
-    def variance(self) -> float:
-        """σ²."""
-        return self.sigma**2
-
-    @property
-    def rho(self) -> float:
-        """ρ = Δ2²/(2σ²) of the ρ-zCDP guarantee (Bun & Steinke 2016)."""
-        return self.l2_sensitivity**2 / (2.0 * self.sigma**2)
-
-    def delta_for_epsilon(self, epsilon: float) -> float:
-        """Exact δ(ε) of this mechanism (Balle & Wang 2018, Theorem 8)."""
-        eps = check_epsilon(epsilon)
-        return math.exp(_analytic_log_delta(eps, self.noise_multiplier))
-
-    def epsilon_for_delta(self, delta: float) -> float:
-        """The smallest ε with δ(ε) ≤ ``delta`` (0 if already (0, δ)-DP)."""
-        d = check_delta(delta)
-        log_d = math.log(d)
-        ratio = self.noise_multiplier
-
-        def f(eps: float) -> float:
-            return _analytic_log_delta(eps, ratio) - log_d
-
-        if f(0.0) <= 0:
-            return 0.0
-        hi = 1.0
-        while f(hi) > 0:
-            hi *= 2.0
-        eps = float(brentq(f, 0.0, hi, xtol=1e-14, rtol=1e-15))
-        while f(eps) > 0:
-            eps = eps * (1.0 + 1e-13) + 1e-300
-        return eps
-
-    def sample(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.float64]:
-        """Draw N(0, σ²) noise of shape ``size`` (float64)."""
-        return as_generator(rng).normal(0.0, self.sigma, size=_as_size(size))
-
-    def guarantee(self, unit: PrivacyUnit = "example", *, delta: float | None = None) -> Guarantee:
-        """(ε, δ)-DP with the exact ε for ``delta`` (or the stored δ).
-
-        Raises
-        ------
-        ValueError
-            If no δ is given and none was stored.
-        """
-        d = _resolve_delta(delta, self.delta)
-        unit = _check_unit(unit)
-        return Guarantee(
-            epsilon=self.epsilon_for_delta(d),
-            delta=d,
-            unit=unit,
-            statement=(
-                f"Gaussian noise with σ = {self.sigma:.6g} added to a real-valued query with "
-                f"L2 sensitivity Δ2 = {self.l2_sensitivity:.6g} (analytic Gaussian mechanism, "
-                f"Balle & Wang 2018)"
-            ),
-        )
+__all__ = ["DiscreteGaussian"]
 
 
 _DIRECT_SUM_MAX_SIGMA = 1.0
@@ -331,7 +148,7 @@ class DiscreteGaussian:
 
     def logpmf(self, k: ArrayLike) -> NDArray[np.float64]:
         """log P(k) for integer ``k`` (any shape)."""
-        kk = _check_integers(k).astype(np.float64)
+        kk = check_integers(k).astype(np.float64)
         log_z = _discrete_gaussian_moments(self.sigma)[0]
         return np.asarray(-(kk**2) / (2.0 * self.sigma**2) - log_z, dtype=np.float64)
 
@@ -360,7 +177,7 @@ class DiscreteGaussian:
         -------
         numpy.ndarray of int64, shape ``size``
         """
-        shape = _as_size(size)
+        shape = as_size(size)
         gen = as_generator(rng)
         n = math.prod(shape)
         out = np.empty(n, dtype=np.int64)
@@ -373,7 +190,7 @@ class DiscreteGaussian:
         while filled < n:
             need = n - filled
             batch = int(need / rate * 1.1) + 64
-            y = _two_sided_geometric(alpha, (batch,), gen)
+            y = two_sided_geometric(alpha, (batch,), gen)
             accept_prob = np.exp(-((np.abs(y) - shift) ** 2) / (2.0 * sigma2))
             accepted = y[gen.random(batch) < accept_prob]
             rate = max(accepted.size / batch, 0.05)
@@ -390,8 +207,8 @@ class DiscreteGaussian:
         ValueError
             If no δ is given and none was stored.
         """
-        d = _resolve_delta(delta, self.delta)
-        unit = _check_unit(unit)
+        d = resolve_delta(delta, self.delta)
+        unit = check_unit(unit)
         return Guarantee(
             epsilon=zcdp_to_approx_dp(self.rho, d),
             delta=d,

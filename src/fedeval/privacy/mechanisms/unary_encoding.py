@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval._rng import RNGLike, as_generator
-from fedeval._validation import check_epsilon, check_int_at_least
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.laplace import _check_integers, _check_unit
+from fedeval.privacy.mechanisms.common import check_integers, check_unit
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = ["OptimalUnaryEncoding"]
 
@@ -105,7 +105,7 @@ class OptimalUnaryEncoding:
         numpy.ndarray of uint8, shape (n, B)
             The randomized bit vectors.
         """
-        idx = _check_integers(indices, name="indices")
+        idx = check_integers(indices, name="indices")
         if idx.ndim != 1:
             raise ValueError(f"indices must be 1-dimensional, got shape {idx.shape}")
         if idx.size and (idx.min() < -1 or idx.max() >= self.n_bins):
@@ -197,7 +197,7 @@ class OptimalUnaryEncoding:
     def _check_counts(
         self, true_counts: ArrayLike, n_reports: int
     ) -> tuple[NDArray[np.int64], int]:
-        c = _check_integers(true_counts, name="true_counts")
+        c = check_integers(true_counts, name="true_counts")
         if c.shape != (self.n_bins,):
             raise ValueError(f"true_counts must have shape ({self.n_bins},), got {c.shape}")
         if np.any(c < 0):
@@ -217,7 +217,7 @@ class OptimalUnaryEncoding:
         return Guarantee(
             epsilon=self.epsilon,
             delta=0.0,
-            unit=_check_unit(unit),
+            unit=check_unit(unit),
             statement=(
                 f"optimal unary encoding over {self.n_bins} bins (p = 1/2, q = {self.q:.6g}) "
                 f"on each report, local DP"
