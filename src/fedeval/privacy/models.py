@@ -1,9 +1,21 @@
 """Privacy models: who is trusted, what is protected, and with which budget.
 
-A privacy model is a frozen description; it holds no noise and no state. The
-release functions (sketches, calibration, vertical AUC) read it to decide how
-clients encode and which noise the federated sum gets, and charge its budget to
-a :class:`~fedeval.privacy.ledger.BudgetLedger`.
+A privacy model is a frozen description; it holds no noise and no state. Privacy
+is given to every entry point of fedeval as one of these objects. The one
+dispatch, :func:`fedeval.privacy.mechanism_for.mechanism_for`, turns a model and
+a sketch's declared sensitivity into a mechanism; the release function
+(:func:`fedeval.aggregation.release`) charges its budget and draws its noise.
+
+Every model states
+
+* ``unit`` and ``neighbouring``: what two neighbouring datasets differ in;
+* ``regime``: "exact" (no noise), "central" (noise on the aggregate, whoever
+  adds it) or "local" (every report randomised on the device), which is all
+  the planner needs to choose parameters (:func:`fedeval.plan`);
+* ``scaled(fraction)``: the same model with a fraction of its budget, for
+  releases that split one budget over several parts;
+* ``example_count_public``: whether neighbouring datasets have the same number
+  of examples, so that the count may be used (e.g. to normalise an ECDF).
 
 | model | trust | noise | unit |
 |---|---|---|---|
@@ -17,10 +29,10 @@ a :class:`~fedeval.privacy.ledger.BudgetLedger`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, ClassVar, Literal
 
-from fedeval.privacy.guarantee import PrivacyUnit
+from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.validation import check_delta, check_epsilon, check_int_at_least, check_positive
 
 __all__ = [
@@ -28,10 +40,15 @@ __all__ = [
     "LabelDP",
     "LocalDP",
     "PrivacyModel",
+    "Regime",
     "SecureAggregation",
     "UserLevelDP",
+    "model_from_dict",
+    "model_to_dict",
     "privacy_model",
 ]
+
+Regime = Literal["exact", "central", "local"]
 
 
 @dataclass(frozen=True)
@@ -39,10 +56,11 @@ class SecureAggregation:
     """Secure aggregation only: the server learns the exact sum and nothing else.
 
     This is not differential privacy: an adversary knowing every other client's
-    input can subtract it. ``epsilon`` is infinite and no budget is charged.
+    input can subtract it. Its guarantee is "none" and no budget is charged.
     """
 
     name: Literal["sa"] = "sa"
+    regime: ClassVar[Regime] = "exact"
 
     @property
     def epsilon(self) -> float:
@@ -55,6 +73,18 @@ class SecureAggregation:
     @property
     def unit(self) -> PrivacyUnit:
         return "none"
+
+    @property
+    def neighbouring(self) -> Neighbouring:
+        return "add_remove"
+
+    @property
+    def example_count_public(self) -> bool:
+        """Without DP nothing is protected, the count included."""
+        return True
+
+    def scaled(self, fraction: float) -> SecureAggregation:
+        return self
 
     def describe(self) -> str:
         return "secure aggregation (exact sums, no differential privacy)"
@@ -87,6 +117,9 @@ class DistributedDP:
         aggregation reconstruction threshold). Shares are calibrated so that any
         ``ceil(fraction * n_clients)`` of them already sum to the target noise;
         1.0 (default) assumes no dropouts.
+    neighbouring : {"add_remove", "replace"}
+        Add/remove one unit (default), or replace one unit's data (the number
+        of units is then public; the ECDF releases of Barczewski et al. use it).
     """
 
     epsilon: float
@@ -95,7 +128,9 @@ class DistributedDP:
     unit: Literal["example", "client"] = "example"
     contribution_bound: int | None = None
     min_clients_fraction: float = 1.0
+    neighbouring: Neighbouring = "add_remove"
     name: Literal["distdp"] = "distdp"
+    regime: ClassVar[Regime] = "central"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -123,6 +158,7 @@ class DistributedDP:
             raise ValueError(
                 f"min_clients_fraction must lie in (0, 1], got {self.min_clients_fraction!r}"
             )
+        _check_neighbouring(self.neighbouring)
 
     @property
     def delta_or_zero(self) -> float:
@@ -132,6 +168,25 @@ class DistributedDP:
     def examples_per_unit(self) -> int:
         """How many examples one privacy unit can contribute."""
         return 1 if self.unit == "example" else int(self.contribution_bound or 1)
+
+    @property
+    def example_count_public(self) -> bool:
+        """Whether neighbours have the same number of examples in the sum.
+
+        Only under replacement of one example with every example kept: add/remove
+        changes the count, and a contribution bound makes the kept count depend
+        on the data.
+        """
+        return (
+            self.neighbouring == "replace"
+            and self.unit == "example"
+            and self.contribution_bound is None
+        )
+
+    def scaled(self, fraction: float) -> DistributedDP:
+        """The same model with ``fraction`` of ε (and δ)."""
+        delta = None if self.delta is None else self.delta * fraction
+        return replace(self, epsilon=self.epsilon * fraction, delta=delta)
 
     def describe(self) -> str:
         d = f", δ={self.delta:.3g}" if self.delta else ""
@@ -157,12 +212,14 @@ class LocalDP:
     Notes
     -----
     The privacy unit is one example: a client holding k examples sends k
-    reports, so its client-level guarantee is kε.
+    reports, so its client-level guarantee is kε. Neighbouring reports differ
+    in their input (local DP bounds the ratio for any two inputs).
     """
 
     epsilon: float
     oracle: Literal["oue", "rr"] = "oue"
     name: Literal["ldp"] = "ldp"
+    regime: ClassVar[Regime] = "local"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -177,34 +234,89 @@ class LocalDP:
     def unit(self) -> PrivacyUnit:
         return "example"
 
+    @property
+    def neighbouring(self) -> Neighbouring:
+        return "replace"
+
+    @property
+    def example_count_public(self) -> bool:
+        """Every example sends one report, so the server sees how many there are."""
+        return True
+
+    def scaled(self, fraction: float) -> LocalDP:
+        return replace(self, epsilon=self.epsilon * fraction)
+
     def describe(self) -> str:
         return f"local DP ({self.oracle.upper()}, ε={self.epsilon:.4g} per report)"
 
 
 @dataclass(frozen=True)
 class LabelDP:
-    """Label DP: features and scores are not protected, each label is (ε-DP).
+    """Label DP: features and scores are public to the server, each label is protected.
 
     Used by the vertical-FL protocols of Sun et al. (2023), where the server
-    already holds the scores.
+    already holds the scores and ranks them, and the label parties release
+    statistics of their labels.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε per label, > 0.
+    noise : {"laplace", "gaussian", "rr"}
+        "laplace" (default): each label party adds Laplace noise to its label
+        statistics (FedAUC_Lap, §5); "gaussian": Gaussian noise, (ε, δ)-DP,
+        needs ``delta``; "rr": every label is flipped by randomized response
+        before anything is computed (FedAUC_RR, §4).
+    delta : float, optional
+        Required for Gaussian noise, in (0, 1).
+
+    Notes
+    -----
+    Neighbouring datasets differ in one label (replacement); the number of
+    examples and the scores are public to the server.
     """
 
     epsilon: float
+    noise: Literal["laplace", "gaussian", "rr"] = "laplace"
+    delta: float | None = None
     name: Literal["labeldp"] = "labeldp"
+    regime: ClassVar[Regime] = "central"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        if self.noise not in ("laplace", "gaussian", "rr"):
+            raise ValueError(f"noise must be 'laplace', 'gaussian' or 'rr', got {self.noise!r}")
+        if self.noise == "gaussian":
+            if self.delta is None:
+                raise ValueError("Gaussian noise gives (ε, δ)-DP: pass delta in (0, 1)")
+            object.__setattr__(self, "delta", check_delta(self.delta))
+        elif self.delta not in (None, 0, 0.0):
+            raise ValueError(f"{self.noise} noise is pure ε-DP: delta must be None")
 
     @property
-    def delta(self) -> float:
-        return 0.0
+    def delta_or_zero(self) -> float:
+        return 0.0 if self.delta is None else float(self.delta)
 
     @property
     def unit(self) -> PrivacyUnit:
         return "label"
 
+    @property
+    def neighbouring(self) -> Neighbouring:
+        return "replace"
+
+    @property
+    def example_count_public(self) -> bool:
+        """The server holds every example's score: only labels are protected."""
+        return True
+
+    def scaled(self, fraction: float) -> LabelDP:
+        delta = None if self.delta is None else self.delta * fraction
+        return replace(self, epsilon=self.epsilon * fraction, delta=delta)
+
     def describe(self) -> str:
-        return f"label DP (ε={self.epsilon:.4g} per label)"
+        d = f", δ={self.delta:.3g}" if self.delta else ""
+        return f"label DP ({self.noise}, ε={self.epsilon:.4g}{d} per label)"
 
 
 @dataclass(frozen=True)
@@ -229,11 +341,12 @@ class UserLevelDP:
     delta: float
     clip: float | tuple[float, float] = 1.0
     name: Literal["userdp"] = "userdp"
+    regime: ClassVar[Regime] = "central"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(self, "delta", check_delta(self.delta))
-        if isinstance(self.clip, tuple):
+        if isinstance(self.clip, tuple | list):
             if len(self.clip) != 2:
                 raise ValueError("clip must be a number or a pair (C_plus, C_minus)")
             c = (
@@ -248,11 +361,63 @@ class UserLevelDP:
     def unit(self) -> PrivacyUnit:
         return "client"
 
+    @property
+    def neighbouring(self) -> Neighbouring:
+        return "add_remove"
+
+    @property
+    def example_count_public(self) -> bool:
+        """A client and all its examples may be added or removed."""
+        return False
+
+    def scaled(self, fraction: float) -> UserLevelDP:
+        return replace(self, epsilon=self.epsilon * fraction, delta=self.delta * fraction)
+
     def describe(self) -> str:
         return f"user-level DP (Gaussian, clip={self.clip}, ε={self.epsilon:.4g}, δ={self.delta:.3g} per client)"
 
 
 PrivacyModel = SecureAggregation | DistributedDP | LocalDP | LabelDP | UserLevelDP
+
+_MODELS: dict[str, Any] = {
+    cls.name: cls for cls in (SecureAggregation, DistributedDP, LocalDP, LabelDP, UserLevelDP)
+}
+
+
+def _check_neighbouring(value: Any) -> None:
+    if value not in ("add_remove", "replace"):
+        raise ValueError(f"neighbouring must be 'add_remove' or 'replace', got {value!r}")
+
+
+def model_to_dict(model: Any) -> dict[str, Any]:
+    """The model's fields as a JSON-able dict (with its ``name``); inverse :func:`model_from_dict`."""
+    out = asdict(model)
+    if isinstance(out.get("clip"), tuple):
+        out["clip"] = list(out["clip"])
+    return out
+
+
+def model_from_dict(data: dict[str, Any]) -> PrivacyModel:
+    """Rebuild (and validate) a model written by :func:`model_to_dict`.
+
+    Raises
+    ------
+    ValueError
+        Unknown model name or invalid fields.
+    """
+    name = data.get("name")
+    cls = _MODELS.get(str(name))
+    if cls is None:
+        raise ValueError(f"unknown privacy model {name!r}; known: {sorted(_MODELS)}")
+    known = {f.name for f in fields(cls)}
+    kwargs = {k: v for k, v in data.items() if k in known and k != "name"}
+    if isinstance(kwargs.get("clip"), list):
+        kwargs["clip"] = tuple(kwargs["clip"])
+    try:
+        model: PrivacyModel = cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"invalid fields for privacy model {name!r}: {exc}") from None
+    return model
 
 
 def privacy_model(
@@ -264,13 +429,21 @@ def privacy_model(
 ) -> PrivacyModel:
     """Build a privacy model from its short name ("sa", "distdp", "ldp", "labeldp", "userdp").
 
+    A shortcut for the command line and configuration files; the library's
+    entry points take the model objects themselves.
+
     Raises
     ------
     ValueError
-        Unknown name, or ε missing for a DP model.
+        Unknown name, ε missing for a DP model, or ε given for secure aggregation.
     """
     key = name.lower().replace("-", "").replace("_", "")
     if key in ("sa", "secureaggregation", "federated"):
+        if epsilon is not None:
+            raise ValueError(
+                "secure aggregation adds no noise and takes no epsilon; choose a DP model "
+                "(distdp, ldp, ...) to use epsilon"
+            )
         return SecureAggregation()
     if key not in ("distdp", "ldp", "labeldp", "userdp"):
         raise ValueError(f"unknown privacy model {name!r}: use sa, distdp, ldp, labeldp or userdp")
@@ -281,7 +454,7 @@ def privacy_model(
     if key == "ldp":
         return LocalDP(epsilon, **kwargs)  # type: ignore[arg-type]
     if key == "labeldp":
-        return LabelDP(epsilon)
+        return LabelDP(epsilon, delta=delta, **kwargs)  # type: ignore[arg-type]
     if delta is None:
         raise ValueError("user-level DP needs delta")
     return UserLevelDP(epsilon, delta, **kwargs)  # type: ignore[arg-type]

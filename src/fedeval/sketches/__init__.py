@@ -1,8 +1,32 @@
-"""Client-side encodings and their server-side decoders (histograms, hierarchies)."""
+"""Encoders and decoders only: what clients send and what the server reads from it.
+
+Every sketch declares its parts and its sensitivity per privacy unit, encodes
+examples into a vector and decodes a :class:`fedeval.aggregation.Release` into
+an estimate. Nothing here draws noise or charges a budget.
+
+* :mod:`~fedeval.sketches.tree` — the one b-ary tree geometry.
+* :mod:`~fedeval.sketches.grid` — the one grid and bin-edge convention.
+* :mod:`~fedeval.sketches.hierarchy` — per-class hierarchical score histograms.
+* :mod:`~fedeval.sketches.prefix_tree` — ECDF prefix counts with tree noise.
+* :mod:`~fedeval.sketches.group_sums` — per-group label counts and probability sums.
+* :mod:`~fedeval.sketches.rank_sums` — vertical-FL rank sums and label counts.
+* :mod:`~fedeval.sketches.class_histograms` — one-vs-rest histograms (multiclass).
+* :mod:`~fedeval.sketches.scaler_updates` — clipped parameter updates of a scaler.
+"""
 
 from __future__ import annotations
 
-from fedeval.sketches.hierarchy import HierarchicalHistogram, HierarchySpec, release_hierarchy
-from fedeval.sketches.histogram import UniformGrid
+from fedeval.sketches.base import Sketch
+from fedeval.sketches.grid import UniformGrid
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+from fedeval.sketches.tree import Tree
 
-__all__ = ["HierarchicalHistogram", "HierarchySpec", "UniformGrid", "release_hierarchy"]
+__all__ = [
+    "HierarchicalHistogram",
+    "HierarchySketch",
+    "HierarchySpec",
+    "Sketch",
+    "Tree",
+    "UniformGrid",
+]

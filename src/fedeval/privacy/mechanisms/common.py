@@ -54,13 +54,14 @@ def check_integers(k: ArrayLike, *, name: str = "k") -> NDArray[np.int64]:
 
 
 def two_sided_geometric(
-    alpha: float, shape: tuple[int, ...], gen: np.random.Generator
+    alpha: float | NDArray[np.float64], shape: tuple[int, ...], gen: np.random.Generator
 ) -> NDArray[np.int64]:
     """Exact discrete Laplace draws: the difference of two i.i.d. geometric variables.
 
     ``Generator.geometric(p)`` counts trials up to the first success (support 1, 2,
     ...); subtracting two of them cancels the offset and leaves
-    P(k) = (1-α)/(1+α) α^|k| with α = 1-p.
+    P(k) = (1-α)/(1+α) α^|k| with α = 1-p. ``alpha`` may be an array broadcasting
+    to ``shape`` (one α per entry).
     """
     p = 1.0 - alpha
     a = gen.geometric(p, size=shape).astype(np.int64, copy=False)

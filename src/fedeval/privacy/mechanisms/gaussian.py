@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
@@ -27,7 +27,7 @@ from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_delta, check_epsilon, check_positive
 
-__all__ = ["Gaussian", "resolve_delta"]
+__all__ = ["Gaussian", "resolve_delta", "sample_gaussian"]
 
 
 def _analytic_log_delta(epsilon: float, ratio: float) -> float:
@@ -204,3 +204,9 @@ class Gaussian:
                 f"Balle & Wang 2018)"
             ),
         )
+
+
+def sample_gaussian(sigma: ArrayLike, size: Size, rng: np.random.Generator) -> NDArray[np.float64]:
+    """N(0, σ_i²) draws with a per-entry σ (float64), for the party that adds all the noise."""
+    shape = as_size(size)
+    return np.asarray(rng.normal(0.0, np.broadcast_to(sigma, shape), size=shape))

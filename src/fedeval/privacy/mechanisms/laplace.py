@@ -37,7 +37,15 @@ from fedeval.privacy.mechanisms.common import (
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_epsilon, check_int_at_least, check_positive
 
-__all__ = ["DiscreteLaplace", "Laplace"]
+__all__ = [
+    "DiscreteLaplace",
+    "Laplace",
+    "LaplaceShares",
+    "discrete_laplace_alpha",
+    "discrete_laplace_variance",
+    "sample_discrete_laplace",
+    "sample_laplace",
+]
 
 
 @dataclass(frozen=True)
@@ -221,3 +229,89 @@ class Laplace:
                 f"query with L1 sensitivity Δ1 = {self.l1_sensitivity:.6g}"
             ),
         )
+
+
+def discrete_laplace_alpha(scale: ArrayLike) -> NDArray[np.float64]:
+    """α = exp(-1/t) of the discrete Laplace with scale t (t = Δ1/ε; any shape)."""
+    return np.exp(-1.0 / np.asarray(scale, dtype=np.float64))
+
+
+def discrete_laplace_variance(scale: ArrayLike) -> NDArray[np.float64]:
+    """Variance 2α/(1-α)² of the discrete Laplace with scale t, per entry."""
+    t = np.asarray(scale, dtype=np.float64)
+    one_minus_a = -np.expm1(-1.0 / t)
+    return np.asarray(2.0 * np.exp(-1.0 / t) / one_minus_a**2, dtype=np.float64)
+
+
+def sample_discrete_laplace(
+    scale: ArrayLike, size: Size, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """Exact discrete Laplace draws with a per-entry scale t (α = exp(-1/t)).
+
+    ``scale`` broadcasts against ``size``; this is the sampler a release uses
+    when one party (a trusted curator, or a label party on its own statistics)
+    adds all the noise, possibly with a different scale on every coordinate.
+    """
+    shape = as_size(size)
+    alpha = np.broadcast_to(discrete_laplace_alpha(scale), shape)
+    return two_sided_geometric(alpha, shape, rng)
+
+
+def sample_laplace(scale: ArrayLike, size: Size, rng: np.random.Generator) -> NDArray[np.float64]:
+    """Continuous Laplace draws with a per-entry scale b (float64; see the floating-point note)."""
+    shape = as_size(size)
+    return np.asarray(rng.laplace(0.0, np.broadcast_to(scale, shape), size=shape))
+
+
+@dataclass(frozen=True)
+class LaplaceShares:
+    """Per-client shares of continuous Laplace noise (the Laplace is infinitely divisible).
+
+    Laplace(b) = b(E₁ − E₂) with E exponential = Gamma(1, 1), and Gamma(1, 1) is
+    the sum of m independent Gamma(1/m, 1); so each of n clients adds
+    b(G − G') with G, G' ~ Gamma(1/m, 1), and any m shares sum to Laplace(b)
+    plus independent noise.
+
+    Parameters
+    ----------
+    scale : float
+        b = Δ1/ε of the target Laplace.
+    n_shares : int
+        Clients adding a share.
+    min_received : int
+        Reconstruction threshold m (any m shares reach the target).
+
+    Notes
+    -----
+    For real-valued sums under distributed DP. Floating-point Laplace is
+    attackable through its low-order bits (Mironov 2012); the integer-valued
+    sketches use :class:`~fedeval.privacy.mechanisms.polya.PolyaShares` instead.
+    """
+
+    scale: float
+    n_shares: int
+    min_received: int
+
+    @property
+    def variance(self) -> float:
+        """Variance of the sum of all n shares, 2b²·n/m."""
+        return 2.0 * self.scale**2 * self.n_shares / self.min_received
+
+    @property
+    def share_variance(self) -> float:
+        return 2.0 * self.scale**2 / self.min_received
+
+    def sample_share(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.float64]:
+        gen = as_generator(rng)
+        shape = as_size(size)
+        a = 1.0 / self.min_received
+        return self.scale * (gen.standard_gamma(a, shape) - gen.standard_gamma(a, shape))
+
+    def sample_sum(
+        self, size: Size = 1, rng: RNGLike = None, *, n_received: int | None = None
+    ) -> NDArray[np.float64]:
+        gen = as_generator(rng)
+        shape = as_size(size)
+        k = self.n_shares if n_received is None else n_received
+        a = k / self.min_received
+        return self.scale * (gen.standard_gamma(a, shape) - gen.standard_gamma(a, shape))

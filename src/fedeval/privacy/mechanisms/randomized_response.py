@@ -25,13 +25,19 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import expit
 
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
 from fedeval.privacy.mechanisms.common import check_integers, check_unit
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_epsilon, check_int_at_least
 
-__all__ = ["RandomizedResponse"]
+__all__ = [
+    "RandomizedResponse",
+    "RandomizedResponseOracle",
+    "flip_labels",
+    "flip_probability",
+]
 
 
 def _check_counts(counts: ArrayLike, k: int, *, name: str) -> NDArray[np.int64]:
@@ -197,3 +203,65 @@ class RandomizedResponse:
                 f"probability {self.keep_probability:.6g}), local DP"
             ),
         )
+
+
+@dataclass(frozen=True)
+class RandomizedResponseOracle:
+    """k-ary randomized response behind the frequency-oracle interface of OUE.
+
+    Every report carries exactly one item (RR has no "nothing to report"
+    input), so the counts passed in must sum to the number of reports.
+    """
+
+    rr: RandomizedResponse
+
+    @property
+    def n_bins(self) -> int:
+        return self.rr.n_categories
+
+    @property
+    def epsilon(self) -> float:
+        return self.rr.epsilon
+
+    def perturb(self, indices: NDArray[np.int64], rng: RNGLike = None) -> NDArray[np.uint8]:
+        """One-hot rows of the randomised categories, shape (n, k)."""
+        if indices.size and indices.min() < 0:
+            raise ValueError("randomized response needs an item in every report (no -1)")
+        out = np.zeros((indices.size, self.n_bins), dtype=np.uint8)
+        out[np.arange(indices.size), self.rr.perturb(indices, rng)] = 1
+        return out
+
+    def sample_aggregate(
+        self, true_counts: NDArray[np.int64], n_reports: int, rng: RNGLike = None
+    ) -> NDArray[np.int64]:
+        if int(np.sum(true_counts)) != n_reports:
+            raise ValueError("randomized response needs an item in every report")
+        return self.rr.sample_aggregate(true_counts, rng)
+
+    def estimate(self, counts: NDArray[np.int64], n_reports: int) -> NDArray[np.float64]:
+        return self.rr.estimate(counts)
+
+    def count_variance(self, true_counts: NDArray[np.int64], n_reports: int) -> NDArray[np.float64]:
+        return self.rr.count_variance(true_counts)
+
+    def guarantee(self, unit: PrivacyUnit = "example") -> Guarantee:
+        return self.rr.guarantee(unit)
+
+
+def flip_probability(epsilon: float) -> float:
+    """ρ = 1/(1 + e^ε), the flip probability of binary ε-randomized response (Sun et al. eq. 2)."""
+    return float(expit(-check_epsilon(epsilon)))
+
+
+def flip_labels(
+    labels: ArrayLike, flip_probability: float, rng: RNGLike = None
+) -> NDArray[np.int8]:
+    """Binary randomized response on 0/1 labels: flip each with probability ρ = 1/(1 + e^ε).
+
+    Pr[ỹ = y] / Pr[ỹ = 1 - y] = e^ε, so each flipped label is ε-LabelDP (and
+    ε-local DP for the label); anything computed from the flipped labels is
+    post-processing (Warner 1965; Sun et al. 2023, Algorithm 1).
+    """
+    y = np.asarray(labels).astype(np.int8)
+    flips = as_generator(rng).random(y.shape[0]) < flip_probability
+    return (y ^ flips).astype(np.int8)

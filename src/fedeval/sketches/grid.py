@@ -1,9 +1,21 @@
-"""Flat histograms over a public, data-independent score grid.
+"""The one grid and its one bin-edge convention.
 
-Bins are left-closed, ``[e_j, e_{j+1})``, and the last bin also holds the upper
+Every sketch that puts scores into bins uses this module. Bins are
+**left-closed**, ``[e_j, e_{j+1})``, and the last bin also holds the upper
 domain end. With this convention the number of examples with score ``>= e_j``
 (a prediction "positive at threshold e_j") is exactly the sum of bins ``j..``,
-so threshold metrics at bin edges carry no bucketization error.
+so threshold metrics at bin edges carry no bucketization error, and the ROC
+rule ``score >= t`` reads directly off the bins.
+
+* :class:`UniformGrid`: ``n_bins`` equal-width bins of a public score domain
+  (the leaves of a hierarchy, the bins of the multiclass calibrators); a score
+  equal to a published edge always lands in the bin that starts there.
+* :func:`bin_of_edges`: the same convention for any increasing edges (bucket
+  boundaries chosen from a release, Hosmer–Lemeshow groups).
+
+The exact calibration-error metrics in :mod:`fedeval.metrics.calibration_error`
+reproduce :func:`sklearn.calibration.calibration_curve` and therefore keep
+scikit-learn's right-closed bins; they bin raw predictions, not sketches.
 """
 
 from __future__ import annotations
@@ -16,7 +28,7 @@ from numpy.typing import NDArray
 
 from fedeval.validation import check_int_at_least
 
-__all__ = ["UniformGrid", "class_leaf_counts"]
+__all__ = ["UniformGrid", "bin_of_edges", "count_bins"]
 
 _CHUNK = 1 << 17
 
@@ -105,7 +117,7 @@ class UniformGrid:
         return r + frac
 
 
-def class_leaf_counts(
+def count_bins(
     grid: UniformGrid,
     scores: NDArray[np.float64],
     labels: NDArray[Any],
@@ -161,3 +173,13 @@ def class_leaf_counts(
             key += lab
         counts += np.bincount(key, minlength=size)
     return counts.reshape(n_groups, n_classes, stride)
+
+
+def bin_of_edges(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Bin of every value for increasing ``edges`` (K + 1 of them), left-closed.
+
+    Bin j is ``[e_j, e_{j+1})``; values below ``e_1`` go to bin 0 and values at
+    or above ``e_{K-1}`` to bin K − 1 (so the top end and anything outside the
+    edges land in an end bin).
+    """
+    return np.searchsorted(np.asarray(edges)[1:-1], x, side="right")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -27,7 +26,7 @@ from numpy.typing import NDArray
 
 from fedeval.validation import check_binary_labels, check_scores
 
-__all__ = ["ClientView", "Federation", "ScoreKind", "read"]
+__all__ = ["ClientView", "Federation", "ScoreKind"]
 
 ScoreKind = Literal["binary", "probabilities", "logits"]
 
@@ -137,7 +136,7 @@ class Federation:
         if client_arr.dtype == object and pd.isna(client_arr).any():
             raise ValueError("clients contains missing values")
         ids, inverse = _dense_ids(client_arr)
-        return cls._grouped(
+        return cls.from_dense_index(
             scores_arr, labels_arr, inverse.astype(np.int64), ids, kind_, score_range
         )
 
@@ -212,7 +211,7 @@ class Federation:
         return cls.from_arrays(scores, labels, clients, kind=kind, score_range=score_range)
 
     @classmethod
-    def _grouped(
+    def from_dense_index(
         cls,
         scores: NDArray[np.float64],
         labels: NDArray[np.int64],
@@ -221,7 +220,11 @@ class Federation:
         kind: ScoreKind,
         score_range: tuple[float, float],
     ) -> Federation:
-        """Store examples grouped by dense client index (one stable sort, if needed)."""
+        """A federation from validated arrays and dense client indices 0..len(ids)-1.
+
+        Examples are stored grouped by client (one stable sort, if needed). The
+        inputs are trusted: partitioners and builders call this after validating.
+        """
         if client_index.size > 1 and np.any(client_index[1:] < client_index[:-1]):
             order = np.argsort(client_index, kind="stable")
             scores, labels, client_index = scores[order], labels[order], client_index[order]
@@ -277,10 +280,7 @@ class Federation:
         if idx.min() < 0 or idx.max() >= self.n_clients:
             raise ValueError(f"client indices must lie in [0, {self.n_clients})")
         sizes = self.client_sizes[idx]
-        starts = self.offsets[idx]
-        rows = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes) + np.arange(
-            sizes.sum()
-        )
+        rows = self.rows_of(idx)
         offsets = np.zeros(idx.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         return Federation(
@@ -292,68 +292,38 @@ class Federation:
             self.score_range,
         )
 
+    def rows_of(self, client_indices: Any) -> NDArray[np.int64]:
+        """Row indices (in storage order) of the given clients' examples."""
+        idx = np.asarray(client_indices, dtype=np.int64)
+        sizes = self.client_sizes[idx]
+        starts = self.offsets[idx]
+        return np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes) + np.arange(
+            int(sizes.sum())
+        )
+
+    def keep_rows(self, keep: NDArray[np.bool_]) -> Federation:
+        """The federation with only the rows where ``keep`` is True (same clients, same order).
+
+        A client may end up with no examples; it still takes part (and adds
+        its noise share) in a release.
+        """
+        new_sizes = np.bincount(self.client_index[keep], minlength=self.n_clients)
+        offsets = np.zeros(self.n_clients + 1, dtype=np.int64)
+        np.cumsum(new_sizes, out=offsets[1:])
+        return Federation(
+            self.scores[keep],
+            self.labels[keep],
+            offsets,
+            self.client_ids,
+            self.kind,
+            self.score_range,
+        )
+
     def __repr__(self) -> str:
         return (
             f"Federation(kind={self.kind!r}, n_examples={self.n_examples}, "
             f"n_clients={self.n_clients}, n_classes={self.n_classes}, score_range={self.score_range})"
         )
-
-
-def read(
-    path: str | Path,
-    *,
-    score: str | Sequence[str] = "score",
-    label: str = "label",
-    client: str | None = None,
-    kind: ScoreKind | Literal["auto"] = "auto",
-    score_range: tuple[float, float] = (0.0, 1.0),
-) -> Federation:
-    """Read a CSV or Parquet file into a :class:`Federation`.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``.csv`` (optionally ``.csv.gz``) or ``.parquet``/``.pq`` file.
-    score, label, client, kind, score_range
-        As in :meth:`Federation.from_frame`. Only the named columns are read.
-
-    Raises
-    ------
-    FileNotFoundError
-        The file does not exist.
-    ValueError
-        Unknown extension, unreadable/malformed file, empty file, missing column.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"no such file: {p}")
-    suffixes = "".join(p.suffixes).lower()
-    score_cols = [score] if isinstance(score, str) else list(score)
-    columns = [*score_cols, label] + ([client] if client is not None else [])
-    try:
-        if suffixes.endswith((".parquet", ".pq")):
-            import pyarrow.parquet as pq
-
-            available = pq.read_schema(p).names
-            _check_columns(columns, available, p)
-            df = pq.read_table(p, columns=columns).to_pandas()
-        elif suffixes.endswith((".csv", ".csv.gz")):
-            header = pd.read_csv(p, nrows=0)
-            _check_columns(columns, list(header.columns), p)
-            df = pd.read_csv(p, usecols=columns)
-        else:
-            raise ValueError(f"unsupported file type {p.suffix!r}: use .csv, .csv.gz or .parquet")
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{p} is empty") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{p} is not a readable CSV file: {exc}") from None
-    except OSError as exc:
-        raise ValueError(f"{p} could not be read: {exc}") from None
-    if len(df) == 0:
-        raise ValueError(f"{p} has a header but no rows")
-    return Federation.from_frame(
-        df, score=score, label=label, client=client, kind=kind, score_range=score_range
-    )
 
 
 # ---------------------------------------------------------------------- helpers
@@ -376,12 +346,6 @@ def _dense_ids(client_arr: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64
         return np.flatnonzero(present).astype(client_arr.dtype), dense[client_arr].astype(np.int64)
     ids, inverse = np.unique(client_arr, return_inverse=True)
     return ids, inverse.astype(np.int64)
-
-
-def _check_columns(columns: list[str], available: list[str], path: Path) -> None:
-    missing = [c for c in columns if c not in available]
-    if missing:
-        raise ValueError(f"column(s) {missing} not found in {path}; available columns: {available}")
 
 
 def _range_of(kind: ScoreKind, score_range: tuple[float, float]) -> tuple[float, float]:

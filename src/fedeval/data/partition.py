@@ -7,16 +7,24 @@ Federation. Randomness comes from the explicit ``rng`` argument.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.data import Federation
+from fedeval.data.federation import Federation
 from fedeval.randomness import RNGLike, as_generator
-from fedeval.validation import check_int_at_least, check_positive
+from fedeval.validation import check_int_at_least, check_positive, check_scores
 
-__all__ = ["by_score", "dirichlet", "iid", "natural"]
+__all__ = [
+    "Assignment",
+    "assign_clients",
+    "by_score",
+    "dirichlet",
+    "iid",
+    "natural",
+    "split_clients",
+]
 
 
 def _as_federation(data: Federation | Any, labels: Any, kwargs: dict[str, Any]) -> Federation:
@@ -37,7 +45,7 @@ def _assign(fed: Federation, client_of_row: NDArray[np.int64], n_clients: int) -
             f"{empty.size} of {n_clients} clients would hold no examples; "
             f"use fewer clients than the {fed.n_examples} examples"
         )
-    return Federation._grouped(
+    return Federation.from_dense_index(
         fed.scores,
         fed.labels,
         client_of_row,
@@ -168,3 +176,83 @@ def natural(
     return Federation.from_arrays(
         fed.scores, fed.labels, clients, kind=fed.kind, score_range=fed.score_range
     )
+
+
+Assignment = Literal["iid", "by-score"]
+
+
+def assign_clients(
+    scores: Any,
+    n_clients: int,
+    *,
+    assignment: Assignment = "iid",
+    rng: RNGLike = None,
+) -> NDArray[np.intp]:
+    """Client index of every example: K clients of sizes ⌊M/K⌋ or ⌈M/K⌉ (the vertical paper's settings).
+
+    Parameters
+    ----------
+    scores : array_like, shape (M,)
+        Scores (used by ``"by-score"``).
+    n_clients : int
+        K, between 1 and M (every client gets at least one example).
+    assignment : {"iid", "by-score"}
+        ``"iid"``: a uniformly random partition. ``"by-score"`` (the paper's
+        Non-IID): examples sorted by score and cut into K contiguous blocks, so
+        similar scores share a client.
+    rng : int, Generator or None
+        Randomness for ``"iid"``.
+
+    Returns
+    -------
+    ndarray of intp, shape (M,)
+
+    Raises
+    ------
+    ValueError
+        If K > M (some client would have no examples) or ``assignment`` is unknown.
+
+    References
+    ----------
+    sun-2023-dp-auc-vertical-fl §6.2.2 (IID and Non-IID simulations).
+    """
+    s = check_scores(scores, score_range=(-np.inf, np.inf))
+    m = int(s.shape[0])
+    k = check_int_at_least(n_clients, 1, name="n_clients")
+    if k > m:
+        raise ValueError(
+            f"n_clients={k} exceeds the number of examples M={m}; some client would have no examples"
+        )
+    if assignment not in get_args(Assignment):
+        raise ValueError(f"assignment must be one of {get_args(Assignment)}, got {assignment!r}")
+    block = (np.arange(m, dtype=np.int64) * k // m).astype(np.intp)
+    order = (
+        np.argsort(s, kind="stable")
+        if assignment == "by-score"
+        else as_generator(rng).permutation(m)
+    )
+    out = np.empty(m, dtype=np.intp)
+    out[order] = block
+    return out
+
+
+def split_clients(
+    fed: Federation, test_fraction: float, *, rng: RNGLike = None
+) -> tuple[Federation, Federation]:
+    """Split whole clients at random into (train, test) federations.
+
+    ``round(test_fraction · n_clients)`` clients (at least one) go to the test
+    part; both parts keep the clients' storage order.
+
+    Raises
+    ------
+    ValueError
+        ``test_fraction`` outside (0, 1), or too few clients for both parts.
+    """
+    if not 0.0 < float(test_fraction) < 1.0:
+        raise ValueError(f"the test fraction must lie in (0, 1), got {test_fraction}")
+    order = as_generator(rng).permutation(fed.n_clients)
+    n_test = max(1, round(test_fraction * fed.n_clients))
+    if n_test >= fed.n_clients:
+        raise ValueError("too few clients to hold some out for testing")
+    return fed.subset(np.sort(order[n_test:])), fed.subset(np.sort(order[:n_test]))

@@ -41,7 +41,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from fedeval.ecdf.release import PrivateECDF
-from fedeval.ecdf.tree import path_matrix
+from fedeval.sketches.tree import Tree, binary_height
 
 __all__ = ["SmoothingProblem", "Solver", "smooth_ecdf", "smoothing_problem"]
 
@@ -99,7 +99,8 @@ def smoothing_problem(
         pos = np.unique(raw.astype(np.int64))
         if pos.size < 1 or pos[0] < 0 or pos[-1] >= n_here:
             raise ValueError(f"points must be non-empty positions in [0, {n_here - 1}]")
-    full = path_matrix(ecdf.indices[pos], ecdf.n_tree_points)
+    tree = Tree(2, binary_height(ecdf.n_tree_points), n_points=ecdf.n_tree_points)
+    full = tree.path_matrix(ecdf.indices[pos])
     used = np.unique(full.indices)
     paths = sparse.csr_array(full[:, used])
     b = pos.size

@@ -1,0 +1,235 @@
+"""The two ways to compute a federated sum: fast (exact in distribution) and faithful.
+
+* ``path="faithful"`` runs what a deployment runs. Every client encodes its own
+  examples (:func:`client_vector`), adds its own noise share or randomises each
+  report (:func:`client_reports`) with its own random stream, and the server
+  adds the vectors. Cost O(clients × vector length). The Flower apps call
+  exactly these two client functions.
+* ``path="fast"`` is *exact in distribution*. A linear encoding of all
+  examples is the sum of the clients' encodings (one ``np.bincount``), and the
+  sum of the noise is drawn directly (n Pólya shares sum to one discrete
+  Laplace draw per coordinate; n OUE reports sum to two binomials per bin).
+  Cost O(examples + vector length), whatever the number of clients.
+
+Tests in ``tests/statistical/test_aggregation_paths.py`` show both release the
+same distribution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedeval.data import Federation
+from fedeval.privacy.mechanism_for import Mechanism
+from fedeval.privacy.mechanisms.randomized_response import flip_labels
+from fedeval.privacy.noise import restrict
+from fedeval.privacy.sampling import client_streams, contribution_mask
+from fedeval.sketches.base import Sketch
+
+__all__ = [
+    "Path",
+    "bound_client",
+    "bound_contributions",
+    "client_reports",
+    "client_vector",
+    "flip_federation_labels",
+    "sum_reports",
+    "sum_vectors",
+]
+
+Path = Literal["fast", "faithful"]
+
+
+def check_path(path: Any) -> Path:
+    if path not in ("fast", "faithful"):
+        raise ValueError(f"path must be 'fast' or 'faithful', got {path!r}")
+    out: Path = path
+    return out
+
+
+def _zeros(sketch: Sketch) -> NDArray[Any]:
+    return np.zeros(sketch.length, dtype=np.int64 if sketch.integer else np.float64)
+
+
+# -------------------------------------------------------------- contributions
+def bound_contributions(fed: Federation, bound: int, rng: np.random.Generator) -> Federation:
+    """Keep at most ``bound`` uniformly random examples of every client (the client-side bound)."""
+    if fed.client_sizes.max() <= bound:
+        return fed
+    keep = contribution_mask(fed.client_index, fed.offsets, bound, rng)
+    return fed.keep_rows(keep)
+
+
+def bound_client(
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    bound: int | None,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """One client's own subsample to the contribution bound (what a deployed client does)."""
+    n = labels.shape[0]
+    if bound is None or n <= bound:
+        return scores, labels
+    keep = contribution_mask(
+        np.zeros(n, dtype=np.int64), np.array([0, n], dtype=np.int64), bound, rng
+    )
+    return scores[keep], labels[keep]
+
+
+# ---------------------------------------------------------- additive noise
+def client_vector(
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    client_index: int,
+    sketch: Sketch,
+    mechanism: Mechanism,
+    rng: np.random.Generator,
+    *,
+    part: int | None = None,
+) -> NDArray[Any]:
+    """What one client sends: its encoding plus its own noise share.
+
+    Parameters
+    ----------
+    scores, labels : ndarray
+        The client's examples (already within the contribution bound).
+    client_index : int
+        The client's index in the federation (for sketches with per-client coordinates).
+    sketch, mechanism
+        From the release.
+    rng : numpy.random.Generator
+        The client's own random stream.
+    part : int, optional
+        Layout "assign": the one part this client encodes.
+    """
+    idx = np.full(labels.shape[0], client_index, dtype=np.int64)
+    if part is None:
+        vec = sketch.encode(scores, labels, idx)
+    else:
+        vec = sketch.encode_assigned(scores, labels, idx, np.full(labels.shape[0], part))
+    vec = np.array(vec, dtype=np.int64 if sketch.integer else np.float64, copy=True)
+    if vec.shape != (sketch.length,):
+        raise ValueError(f"encoder returned shape {vec.shape}, expected ({sketch.length},)")
+    noise = mechanism.noise
+    if mechanism.placement == "shares" and noise is not None:
+        share = noise.share(sketch.noise_size, rng)
+        assert share is not None
+        vec += sketch.noise_to_values(share).astype(vec.dtype, copy=False)
+    elif mechanism.placement == "owner" and noise is not None:
+        coords = sketch.owned_coordinates(client_index)
+        own = restrict(noise, coords).server(coords.size, rng)
+        assert own is not None
+        vec = vec.astype(np.float64) if not noise.integer else vec
+        vec[coords] += own
+    return vec
+
+
+def sum_vectors(
+    fed: Federation,
+    sketch: Sketch,
+    mechanism: Mechanism,
+    *,
+    path: Path,
+    rng: np.random.Generator,
+    groups: NDArray[np.int64] | None = None,
+) -> NDArray[Any]:
+    """The noisy sum of every client's vector.
+
+    Parameters
+    ----------
+    groups : ndarray of int64, shape (n_clients,), optional
+        Layout "assign": the part each client encodes.
+    """
+    noise = mechanism.noise
+    if path == "fast":
+        if groups is None:
+            total = sketch.encode_clients(fed)
+        else:
+            total = sketch.encode_assigned(
+                fed.scores, fed.labels, fed.client_index, groups[fed.client_index]
+            )
+        total = np.asarray(total)
+        if noise is not None:
+            drawn = sketch.noise_to_values(noise.total(sketch.noise_size, rng, fed.n_clients))
+            total = total + drawn
+        return total
+    total = _zeros(sketch)
+    for i, child in enumerate(client_streams(rng, fed.n_clients)):
+        view = fed.client(i)
+        part = None if groups is None else int(groups[i])
+        vec = client_vector(view.scores, view.labels, i, sketch, mechanism, child, part=part)
+        total = total + vec
+    if mechanism.placement == "aggregator" and noise is not None:
+        server = noise.server(sketch.noise_size, rng)
+        assert server is not None
+        total = total + sketch.noise_to_values(server)
+    return total
+
+
+# --------------------------------------------------------------- local reports
+def client_reports(
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    sketch: Sketch,
+    mechanism: Mechanism,
+    part: int,
+    rng: np.random.Generator,
+) -> NDArray[np.int64]:
+    """One client's local-DP reports at its part, summed over its examples.
+
+    Each example sends one randomised report of its item (its coordinate in
+    the part); the client forwards the sum of the bit vectors.
+    """
+    size = sketch.parts[part].length
+    items = sketch.items(scores, labels, np.full(labels.shape[0], part, dtype=np.int64))
+    reports = mechanism.oracle(size).perturb(items.astype(np.int64), rng)
+    return np.asarray(reports.sum(axis=0, dtype=np.int64), dtype=np.int64)
+
+
+def sum_reports(
+    fed: Federation,
+    sketch: Sketch,
+    mechanism: Mechanism,
+    groups: NDArray[np.int64],
+    *,
+    path: Path,
+    rng: np.random.Generator,
+) -> tuple[list[NDArray[np.int64]], NDArray[np.int64]]:
+    """Per part, the summed randomised reports of its clients, and the number of reports.
+
+    Returns
+    -------
+    raw : list of ndarray of int64
+        Part p's summed bit vectors (length of part p).
+    n_reports : ndarray of int64, shape (n_parts,)
+    """
+    n_parts = len(sketch.parts)
+    sizes = [p.length for p in sketch.parts]
+    group_of_example = groups[fed.client_index]
+    n_reports = np.bincount(group_of_example, minlength=n_parts).astype(np.int64)
+    raw: list[NDArray[np.int64]] = []
+    if path == "fast":
+        items = sketch.items(fed.scores, fed.labels, group_of_example)
+        for g in range(n_parts):
+            sel = items[(group_of_example == g) & (items >= 0)]
+            true = np.bincount(sel, minlength=sizes[g]).astype(np.int64)
+            raw.append(mechanism.oracle(sizes[g]).sample_aggregate(true, int(n_reports[g]), rng))
+        return raw, n_reports
+    raw = [np.zeros(s, dtype=np.int64) for s in sizes]
+    for i, child in enumerate(client_streams(rng, fed.n_clients)):
+        view = fed.client(i)
+        g = int(groups[i])
+        raw[g] += client_reports(view.scores, view.labels, sketch, mechanism, g, child)
+    return raw, n_reports
+
+
+# ---------------------------------------------------------- labels flipped
+def flip_federation_labels(
+    fed: Federation, flip_probability: float, rng: np.random.Generator
+) -> Federation:
+    """Randomized response on every label (each label party flips its own; per example either way)."""
+    return replace(fed, labels=flip_labels(fed.labels, flip_probability, rng).astype(np.int64))

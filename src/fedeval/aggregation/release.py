@@ -1,0 +1,452 @@
+"""The release function: the only place where noise is added and budget charged.
+
+::
+
+    mech = mechanism_for(privacy, sketch, n_clients=...)   # the one dispatch (privacy/)
+    ledger.charge_all(mech.ledger_entries)                  # always before any noise
+    summed = federated sum on the fast or faithful path     # paths.py
+    return Release(sketch, unbiased values, variance, receipt)
+
+A :class:`Release` is what every private computation in fedeval starts from:
+the decoded estimate is ``release.decode()`` (e.g. a hierarchical histogram),
+and everything computed from it is post-processing.
+
+Releases that split one budget over several sketches, where a later sketch
+depends on an earlier release (the DP Hosmer–Lemeshow statistic), charge all
+parts at once with :func:`reserve` and then release each with its
+:class:`Reservation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedeval.aggregation.paths import (
+    Path,
+    bound_contributions,
+    check_path,
+    flip_federation_labels,
+    sum_reports,
+    sum_vectors,
+)
+from fedeval.data import Federation
+from fedeval.privacy.guarantee import Guarantee
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
+from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.receipt import Receipt
+from fedeval.privacy.sampling import assign_groups
+from fedeval.privacy.sensitivity import Layout
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.sketches.base import Sketch
+
+__all__ = ["Release", "Reservation", "charge", "finish_reports", "finish_sum", "release", "reserve"]
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """One private release of a sketch: unbiased values, their variance, and the receipt.
+
+    Attributes
+    ----------
+    sketch : Sketch
+        What was encoded; ``decode()`` is ``sketch.decode(self)``.
+    values : ndarray of float64, shape (sketch.length,)
+        An unbiased estimate of the sum, over the clients, of their encodings
+        (local-DP reports debiased, assigned parts scaled to all clients).
+    variance : ndarray of float64, shape (sketch.length,)
+        Variance of every value from the known noise (0 without noise).
+    receipt : Receipt
+        Guarantee, ledger entries, mechanism and sensitivity.
+    n_clients : int
+        Clients whose data is in the sum (public: they took part).
+    path : str
+        "fast", "faithful", or the transport that carried the sum ("flower").
+    basis_variance : ndarray or None
+        Variance of every noise variable when the noise has its own basis.
+    clients_per_part : ndarray of int64 or None
+        Layout "assign": clients that encoded each part.
+    covariance : sparse matrix or None
+        The full noise covariance when coordinates are correlated (randomized
+        response on labels); None when ``variance`` says it all.
+    """
+
+    sketch: Sketch
+    values: NDArray[np.float64]
+    variance: NDArray[np.float64]
+    receipt: Receipt
+    n_clients: int
+    path: str = "fast"
+    basis_variance: NDArray[np.float64] | None = field(default=None, repr=False)
+    clients_per_part: NDArray[np.int64] | None = field(default=None, repr=False)
+    covariance: Any = field(default=None, repr=False)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.receipt.guarantee
+
+    @property
+    def epsilon_spent(self) -> float:
+        """ε charged by this release (0 without DP)."""
+        return self.receipt.epsilon_spent
+
+    @property
+    def delta_spent(self) -> float:
+        return self.receipt.delta_spent
+
+    @cached_property
+    def decoded(self) -> Any:
+        """``sketch.decode(self)``, computed once."""
+        return self.sketch.decode(self)
+
+    def decode(self) -> Any:
+        """The sketch's estimate from this release (post-processing, no privacy cost)."""
+        return self.decoded
+
+
+@dataclass(eq=False)
+class Reservation:
+    """A mechanism whose budget is already charged, to be used by exactly one release."""
+
+    mechanism: Mechanism
+    sketch_name: str
+    sensitivity: dict[str, Any]
+    used: bool = False
+
+    def claim(self, sketch: Sketch) -> Mechanism:
+        """Hand out the mechanism once, for a sketch with the reserved sensitivity.
+
+        Raises
+        ------
+        ValueError
+            Already used, or the sketch is not the one the budget was reserved for.
+        """
+        if self.used:
+            raise ValueError("this reservation was already used by a release")
+        sens = self.mechanism.sensitivity
+        if sketch.name != self.sketch_name or (
+            sens is not None and _sensitivity_of(sketch, self.mechanism) != self.sensitivity
+        ):
+            raise ValueError(
+                f"the reservation was made for a {self.sketch_name} with sensitivity "
+                f"{self.sensitivity}; got a {sketch.name}"
+            )
+        self.used = True
+        return self.mechanism
+
+
+def _sensitivity_of(sketch: Sketch, mech: Mechanism) -> dict[str, Any]:
+    s = mech.sensitivity
+    assert s is not None
+    return sketch.sensitivity(
+        unit=s.unit,
+        neighbouring=s.neighbouring,
+        examples_per_unit=s.examples_per_unit,
+        layout=mech.layout,
+    ).as_dict()
+
+
+def charge(ledger: BudgetLedger | None, mechanisms: Sequence[Mechanism]) -> None:
+    """Charge the mechanisms' entries atomically (before any noise is drawn).
+
+    Without a ledger, the entries are checked against a fresh ledger holding
+    the model's own budget, so a release never claims more than its model.
+    """
+    entries = [e for m in mechanisms for e in m.ledger_entries]
+    if not entries:
+        return
+    if ledger is None:
+        total_eps = sum(float(m.model.epsilon) for m in mechanisms)
+        total_delta = sum(float(getattr(m.model, "delta", 0.0) or 0.0) for m in mechanisms)
+        ledger = BudgetLedger(total_eps, min(total_delta, 0.999999))
+    ledger.charge_all(entries)
+
+
+def reserve(
+    ledger: BudgetLedger | None,
+    requests: Sequence[tuple[PrivacyModel, Sketch]],
+    *,
+    n_clients: int,
+    layout: Layout | None = None,
+) -> list[Reservation]:
+    """Charge several releases at once, before any of them draws noise.
+
+    Parameters
+    ----------
+    ledger : BudgetLedger or None
+    requests : sequence of (privacy model, sketch)
+        Each sketch only needs to declare its sensitivity; its data-dependent
+        parts (e.g. group boundaries) may be filled in later, as long as the
+        sensitivity stays the same.
+    n_clients : int
+
+    Returns
+    -------
+    list of Reservation
+        Pass each to :func:`release` as ``reservation=``.
+    """
+    mechs = [
+        mechanism_for(privacy, sketch, n_clients=n_clients, layout=layout)
+        for privacy, sketch in requests
+    ]
+    charge(ledger, mechs)
+    return [
+        Reservation(
+            m,
+            sketch.name,
+            {} if m.sensitivity is None else _sensitivity_of(sketch, m),
+        )
+        for m, (_, sketch) in zip(mechs, requests, strict=True)
+    ]
+
+
+def release(
+    source: Federation,
+    sketch: Sketch,
+    privacy: PrivacyModel | None = None,
+    *,
+    path: Path = "fast",
+    layout: Layout | None = None,
+    rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
+    reservation: Reservation | None = None,
+    min_received: int | None = None,
+) -> Release:
+    """Release ``sketch`` of the clients' data under ``privacy``.
+
+    Parameters
+    ----------
+    source : Federation
+        The clients and their examples.
+    sketch : Sketch
+        What every client encodes.
+    privacy : privacy model
+        Required unless ``reservation`` is given.
+    path : {"fast", "faithful"}
+        Exact-in-distribution simulation, or every client's encoder and noise.
+    layout : {"whole", "assign"}, optional
+        See :func:`fedeval.privacy.mechanism_for.mechanism_for`.
+    rng : int, Generator or None
+        Source of every random draw of the release.
+    ledger : BudgetLedger, optional
+        Charged atomically before any noise is drawn; a refused charge raises
+        and nothing is released. Default: a fresh ledger holding the model's budget.
+    reservation : Reservation, optional
+        A mechanism already charged by :func:`reserve`.
+    min_received : int, optional
+        Distributed DP: the reconstruction threshold of the secure sum.
+
+    Returns
+    -------
+    Release
+
+    Raises
+    ------
+    BudgetExceededError
+        The ledger cannot afford the release (nothing is released).
+    TypeError, ValueError
+        A model the sketch cannot be released under, a bad path or layout.
+    """
+    if not isinstance(source, Federation):
+        raise TypeError(f"source must be a Federation, got {type(source).__name__}")
+    check_path(path)
+    gen = as_generator(rng)
+    if reservation is not None:
+        mech = reservation.claim(sketch)
+    else:
+        if privacy is None:
+            raise TypeError("release() needs a privacy model or a reservation")
+        mech = mechanism_for(
+            privacy, sketch, n_clients=source.n_clients, layout=layout, min_received=min_received
+        )
+        charge(ledger, [mech])
+    return run(source, sketch, mech, path=path, rng=gen)
+
+
+def run(
+    source: Federation,
+    sketch: Sketch,
+    mech: Mechanism,
+    *,
+    path: Path,
+    rng: np.random.Generator,
+) -> Release:
+    """Run an already charged mechanism on the data (called by :func:`release` only)."""
+    if mech.exact:
+        sketch = sketch.exact_variant()
+    fed = source
+    if mech.contribution_bound is not None:
+        fed = bound_contributions(fed, mech.contribution_bound, rng)
+    n = fed.n_clients
+    if mech.placement == "local":
+        report_groups = assign_groups(n, len(sketch.parts), rng)
+        raw, n_reports = sum_reports(fed, sketch, mech, report_groups, path=path, rng=rng)
+        per_part = np.bincount(report_groups, minlength=len(sketch.parts)).astype(np.int64)
+        return finish_reports(sketch, mech, raw, n_reports, per_part, path=path)
+    if mech.placement == "labels":
+        assert mech.flip_probability is not None
+        rho = mech.flip_probability
+        flipped = flip_federation_labels(fed, rho, rng)
+        noisy = np.asarray(sketch.encode_clients(flipped), dtype=np.float64)
+        ones = np.asarray(
+            sketch.encode(fed.scores, np.ones_like(fed.labels), fed.client_index), dtype=np.float64
+        )
+        values = (noisy - rho * ones) / (1.0 - 2.0 * rho)
+        covariance = (
+            rho * (1 - rho) / (1 - 2 * rho) ** 2 * sketch.label_gram(fed.scores, fed.client_index)
+        )
+        variance = np.asarray(covariance.diagonal(), dtype=np.float64)
+        return Release(sketch, values, variance, mech.receipt, n, path, covariance=covariance)
+    groups = assign_groups(n, len(sketch.parts), rng) if mech.layout == "assign" else None
+    summed = sum_vectors(fed, sketch, mech, path=path, rng=rng, groups=groups)
+    m_k = None if groups is None else np.bincount(groups, minlength=len(sketch.parts))
+    return finish_sum(sketch, mech, summed, n, clients_per_part=m_k, path=path)
+
+
+# ---------------------------------------------------------------- server side
+def finish_sum(
+    sketch: Sketch,
+    mech: Mechanism,
+    summed: NDArray[Any],
+    n_received: int,
+    *,
+    clients_per_part: NDArray[np.int64] | None = None,
+    path: str = "fast",
+) -> Release:
+    """The release from a (noisy) sum of client vectors: what the server computes.
+
+    Shared by the in-process paths and the Flower server. With fewer noise
+    shares than the threshold the guarantee is the one that still holds
+    (:meth:`~fedeval.privacy.mechanism_for.Mechanism.when_received`).
+    """
+    vec = np.asarray(summed)
+    if vec.shape != (sketch.length,):
+        raise ValueError(f"summed vector has shape {vec.shape}, expected ({sketch.length},)")
+    mech = mech.when_received(n_received)
+    values = vec.astype(np.float64)
+    basis_var: NDArray[np.float64] | None = None
+    if mech.noise is None:
+        variance = np.zeros(sketch.length)
+    else:
+        basis_var = np.broadcast_to(
+            np.asarray(mech.noise.variance(n_received), dtype=np.float64), (sketch.noise_size,)
+        ).copy()
+        variance = np.asarray(sketch.noise_to_variance(basis_var), dtype=np.float64)
+    if clients_per_part is not None:
+        values, variance = _scale_assigned(sketch, values, variance, clients_per_part)
+    return Release(
+        sketch,
+        values,
+        variance,
+        mech.receipt,
+        n_received,
+        path,
+        basis_var,
+        None if clients_per_part is None else np.asarray(clients_per_part, dtype=np.int64),
+    )
+
+
+def finish_reports(
+    sketch: Sketch,
+    mech: Mechanism,
+    raw_by_part: Sequence[NDArray[np.int64]],
+    n_reports_by_part: NDArray[np.int64],
+    clients_by_part: NDArray[np.int64],
+    *,
+    path: str = "fast",
+) -> Release:
+    """The release from per-part sums of local-DP reports: what the server computes.
+
+    Part k's debiased estimates count the examples of the m_k clients assigned
+    to it; they are scaled by M/m_k (unbiased under the uniform split of
+    clients), and each coordinate's variance is the oracle's variance (with
+    the estimate plugged in for the unknown true count, clamped to what the
+    part's one-hot reports can hold) times the scale², plus the sampling
+    variance of the split.
+    """
+    n_clients = int(np.sum(clients_by_part))
+    n_examples = int(np.sum(n_reports_by_part))
+    values, variances = [], []
+    for k, part in enumerate(sketch.parts):
+        oracle = mech.oracle(part.length)
+        n_k = int(n_reports_by_part[k])
+        m = int(clients_by_part[k])
+        scale = n_clients / max(m, 1)
+        est = np.asarray(oracle.estimate(np.asarray(raw_by_part[k], dtype=np.int64), n_k))
+        clamped = np.clip(est, 0, None)
+        if clamped.sum() > n_k:  # one-hot reports: true counts sum to at most n_k
+            clamped *= n_k / clamped.sum()
+        plug_in = np.floor(clamped).astype(np.int64)
+        if mech.oracle_kind == "rr" and plug_in.size:  # RR counts must account for every report
+            plug_in[np.argmax(plug_in)] += n_k - int(plug_in.sum())
+        noise_var = oracle.count_variance(plug_in, n_k)
+        samp = sampling_variance(np.clip(est * scale, 0, None), m, n_clients, n_examples)
+        values.append(est * scale)
+        variances.append(noise_var * scale**2 + samp)
+    return Release(
+        sketch,
+        np.concatenate(values),
+        np.concatenate(variances),
+        mech.receipt,
+        n_clients,
+        path,
+        None,
+        np.asarray(clients_by_part, dtype=np.int64),
+    )
+
+
+def _scale_assigned(
+    sketch: Sketch,
+    values: NDArray[np.float64],
+    variance: NDArray[np.float64],
+    clients_per_part: NDArray[np.int64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Layout "assign": scale part k by M/m_k and add the sampling variance of the split."""
+    offsets = sketch.part_offsets()
+    n_clients = int(np.sum(clients_per_part))
+    n_parts = len(sketch.parts)
+    # Every example adds 1 to its part (one-hot), so a part's scaled sum estimates n.
+    n_examples_est = float(
+        sum(
+            values[offsets[k] : offsets[k + 1]].sum() * n_clients / max(int(clients_per_part[k]), 1)
+            for k in range(n_parts)
+        )
+        / n_parts
+    )
+    out_v, out_var = values.copy(), variance.copy()
+    for k in range(n_parts):
+        sl = slice(offsets[k], offsets[k + 1])
+        m = int(clients_per_part[k])
+        scale = n_clients / max(m, 1)
+        est = values[sl] * scale
+        out_v[sl] = est
+        samp = sampling_variance(np.clip(est, 0, None), m, n_clients, max(n_examples_est, 1.0))
+        out_var[sl] = variance[sl] * scale**2 + samp
+    return out_v, out_var
+
+
+def sampling_variance(
+    count: NDArray[np.float64], m: int, n_clients: int, n_examples: float
+) -> NDArray[np.float64]:
+    """Variance of (M/m)·(count among m of M random clients), one example per client.
+
+    Hypergeometric: Var = (M/m)² · m p(1-p) (M-m)/(M-1) with p = count/M. With
+    several examples per client this treats examples as independent, an
+    approximation stated in the docs.
+    """
+    if m >= n_clients or n_clients <= 1:
+        return np.zeros_like(count)
+    scale = n_clients / m
+    p = np.clip(count / max(n_examples, 1.0), 0.0, 1.0)
+    n = max(n_examples, 1.0)
+    frac = m / n_clients
+    m_ex = n * frac
+    return np.asarray(
+        scale**2 * m_ex * p * (1 - p) * (n - m_ex) / max(n - 1.0, 1.0), dtype=np.float64
+    )

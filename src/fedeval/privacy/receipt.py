@@ -1,0 +1,151 @@
+"""The privacy receipt: one shape for what every release promised and charged.
+
+A :class:`Receipt` is built by :func:`fedeval.privacy.mechanism_for.mechanism_for`
+(the guarantee and the ledger entries of the mechanism it chose) and travels
+with the release, the estimates decoded from it and the calibrators learned
+from it. ``epsilon_spent`` is the budget charged: 0 for a release without
+differential privacy, whose guarantee is :meth:`Guarantee.none`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fedeval.privacy.guarantee import Guarantee
+from fedeval.privacy.ledger import LedgerEntry
+
+__all__ = ["Receipt", "compose"]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What one release promised and what it charged.
+
+    Attributes
+    ----------
+    model : str
+        The privacy model in words (``model.describe()``).
+    guarantee : Guarantee
+        ε, δ, unit, neighbouring relation, public inputs and the mechanism in words.
+    entries : tuple of LedgerEntry
+        What the release charged to the budget ledger, one entry per budget
+        share (e.g. one per hierarchy level); empty without DP.
+    mechanism : str
+        The noise (or randomiser) used, e.g. "Pólya shares summing to discrete Laplace".
+    sensitivity : dict
+        The sensitivity the noise was calibrated to (L1/L2 in noise units, the
+        contribution bound, the split over parts), as the release used it.
+    """
+
+    model: str
+    guarantee: Guarantee
+    entries: tuple[LedgerEntry, ...] = ()
+    mechanism: str = "none"
+    sensitivity: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def epsilon_spent(self) -> float:
+        """ε charged (0 when the release gives no DP and charges nothing)."""
+        return math.fsum(e.epsilon for e in self.entries)
+
+    @property
+    def delta_spent(self) -> float:
+        return math.fsum(e.delta for e in self.entries)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per budget share: what was released, ε, δ, unit and relation."""
+        g = self.guarantee
+        if not self.entries:
+            return [
+                {
+                    "release": "exact sums",
+                    "epsilon": 0.0,
+                    "delta": 0.0,
+                    "unit": g.unit,
+                    "neighbouring": g.relation,
+                    "model": self.model,
+                }
+            ]
+        return [
+            {
+                "release": e.label,
+                "epsilon": e.epsilon,
+                "delta": e.delta,
+                "unit": e.unit,
+                "neighbouring": g.relation,
+                "model": self.model,
+            }
+            for e in self.entries
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-safe form (the guarantee's ε is ``None`` when there is no DP)."""
+        return {
+            "model": self.model,
+            "mechanism": self.mechanism,
+            "guarantee": self.guarantee.as_dict(),
+            "epsilon_spent": self.epsilon_spent,
+            "delta_spent": self.delta_spent,
+            "sensitivity": dict(self.sensitivity),
+            "entries": [asdict(e) for e in self.entries],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Receipt:
+        """Inverse of :meth:`as_dict` (for calibrators loaded from JSON)."""
+        g = data["guarantee"]
+        eps = math.inf if g.get("epsilon") is None else float(g["epsilon"])
+        relation = str(g.get("neighbouring", ""))
+        neighbouring = "replace" if relation.startswith("replace") else "add_remove"
+        guarantee = Guarantee(
+            eps,
+            float(g.get("delta", 0.0)),
+            g.get("unit", "none"),
+            str(g.get("statement", "")),
+            neighbouring,  # type: ignore[arg-type]
+            tuple(g.get("public_inputs", ())),
+        )
+        entries = tuple(
+            LedgerEntry(e["label"], e["epsilon"], e["delta"], e["unit"], dict(e.get("details", {})))
+            for e in data.get("entries", ())
+        )
+        return cls(
+            str(data.get("model", "")),
+            guarantee,
+            entries,
+            str(data.get("mechanism", "none")),
+            dict(data.get("sensitivity", {})),
+        )
+
+
+def compose(receipts: list[Receipt], what: str) -> Receipt:
+    """The receipt of several releases on the same data (basic composition: ε and δ add).
+
+    Parameters
+    ----------
+    receipts : list of Receipt
+        Releases with the same privacy unit.
+    what : str
+        What the composed result is, e.g. "DP ROC curve".
+    """
+    if not receipts:
+        raise ValueError("compose needs at least one receipt")
+    first = receipts[0].guarantee
+    if not first.is_private:
+        return Receipt(receipts[0].model, first, (), receipts[0].mechanism, receipts[0].sensitivity)
+    eps = math.fsum(r.guarantee.epsilon for r in receipts)
+    delta = math.fsum(r.guarantee.delta for r in receipts)
+    statement = (
+        f"{what}: "
+        + "; ".join(
+            f"[{i + 1}] {r.guarantee.statement} (ε={r.guarantee.epsilon:.4g})"
+            for i, r in enumerate(receipts)
+        )
+        + "; composed sequentially"
+    )
+    public = tuple(dict.fromkeys(p for r in receipts for p in r.guarantee.public))
+    guarantee = Guarantee(eps, delta, first.unit, statement, first.neighbouring, public)
+    entries = tuple(e for r in receipts for e in r.entries)
+    return Receipt(receipts[0].model, guarantee, entries, "; ".join(r.mechanism for r in receipts))

@@ -1,0 +1,146 @@
+"""Random choices a release makes about clients and examples (not noise).
+
+Sampling is part of a mechanism's privacy analysis (Poisson sampling amplifies
+privacy; a random split of clients into groups gives parallel composition; a
+random subsample enforces a contribution bound), so it lives here, next to the
+noise samplers, and every draw comes from the explicit generator passed in.
+
+References
+----------
+.. [1] Private federated multiclass post-hoc calibration, Algorithms 1–2
+   (Poisson sampling of participants).
+.. [2] Cormode & Markov (2023), §2.3 (clients split across hierarchy levels).
+.. [3] A. Shamir, "How to share a secret", CACM 22(11) 1979; additive sharing
+   modulo 2^64 as in SPDZ-style MPC.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "additive_shares",
+    "assign_groups",
+    "client_streams",
+    "contribution_mask",
+    "poisson_sample",
+    "public_uniform",
+    "reconstruct_shares",
+    "sample_clients",
+    "uniform_seed",
+]
+
+
+def poisson_sample(
+    n_clients: int, sampling_rate: float, rng: np.random.Generator
+) -> NDArray[np.intp]:
+    """Clients taking part in one round: each independently with probability ``sampling_rate``.
+
+    Poisson sampling is what the subsampled-Gaussian accountant assumes, so the
+    number of participants varies between rounds (it may be 0).
+    """
+    if sampling_rate >= 1.0:
+        return np.arange(n_clients)
+    return np.flatnonzero(rng.random(n_clients) < sampling_rate)
+
+
+def assign_groups(n_clients: int, n_groups: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """Split clients uniformly at random into ``n_groups`` groups of (near) equal size."""
+    return (rng.permutation(n_clients) % n_groups).astype(np.int64)
+
+
+def contribution_mask(
+    client_index: NDArray[np.int64],
+    offsets: NDArray[np.int64],
+    bound: int,
+    rng: np.random.Generator,
+) -> NDArray[np.bool_]:
+    """Keep at most ``bound`` uniformly random examples of every client.
+
+    Parameters
+    ----------
+    client_index : ndarray of int64, shape (n,)
+        Client of every example, grouped (client 0's examples first).
+    offsets : ndarray of int64, shape (n_clients + 1,)
+        Client ``i`` holds rows ``offsets[i]:offsets[i + 1]``.
+    bound : int
+        The contribution bound B >= 1.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        True for the examples kept; a client at or below the bound keeps all.
+    """
+    n = client_index.shape[0]
+    sizes = np.diff(offsets)
+    # Rank examples within their client by a random key; keep ranks < bound.
+    key = np.asarray(rng.random(n), dtype=np.float64)
+    order = np.lexsort((key, client_index))
+    rank = np.arange(n) - np.repeat(offsets[:-1], sizes)
+    keep = np.empty(n, dtype=bool)
+    keep[order] = rank < bound
+    return keep
+
+
+def client_streams(rng: np.random.Generator, n_clients: int) -> list[np.random.Generator]:
+    """Independent child generators, one per client (each client's own randomness)."""
+    return list(rng.spawn(n_clients))
+
+
+def uniform_seed(rng: np.random.Generator) -> int:
+    """A 63-bit seed drawn from ``rng`` (a party's secret noise seed)."""
+    return int(rng.integers(0, 2**63 - 1))
+
+
+def additive_shares(
+    vector: ArrayLike, n_servers: int, rng: np.random.Generator
+) -> NDArray[np.uint64]:
+    """Split a non-negative integer vector into ``n_servers`` additive shares modulo 2^64.
+
+    Rows 0..m-2 are uniform on (ℤ/2^64)^N; row m-1 makes the columns sum to the
+    vector modulo 2^64, so any m - 1 shares are independent of the vector
+    (information-theoretic secrecy). Use a CSPRNG-backed generator in
+    deployment (numpy's PCG64 is not one).
+
+    Raises
+    ------
+    TypeError
+        ``n_servers`` is not an integer.
+    ValueError
+        ``n_servers`` < 2 (one share would be the plaintext).
+    """
+    if isinstance(n_servers, bool) or not isinstance(n_servers, int | np.integer):
+        raise TypeError(f"n_servers must be an integer >= 2, got {n_servers!r}")
+    if int(n_servers) < 2:
+        raise ValueError(
+            f"n_servers must be >= 2 (a single share would be the plaintext), got {n_servers!r}"
+        )
+    v = np.asarray(vector)
+    shares = np.empty((n_servers, v.size), dtype=np.uint64)
+    shares[:-1] = rng.integers(0, 2**64, size=(n_servers - 1, v.size), dtype=np.uint64)
+    # uint64 arithmetic wraps modulo 2^64, which is exactly the group we share in.
+    shares[-1] = v.astype(np.uint64) - shares[:-1].sum(axis=0, dtype=np.uint64)
+    return shares
+
+
+def reconstruct_shares(shares: ArrayLike) -> NDArray[np.int64]:
+    """Sum shares modulo 2^64 and read the result as signed 64-bit integers."""
+    s = np.asarray(shares, dtype=np.uint64)
+    return s.sum(axis=0, dtype=np.uint64).view(np.int64)
+
+
+def sample_clients(n_clients: int, k: int, rng: np.random.Generator) -> NDArray[np.intp]:
+    """``k`` of ``n_clients`` clients uniformly without replacement, sorted (a server's selection)."""
+    return np.sort(rng.choice(n_clients, size=k, replace=False))
+
+
+def public_uniform(
+    low: float, high: float, size: int | tuple[int, ...], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """Public server randomness (e.g. a model's initial weights), U(low, high).
+
+    Drawn from the procedure's generator so runs are reproducible; it depends on
+    no client's data and is published with the result.
+    """
+    return np.asarray(rng.uniform(low, high, size=size), dtype=np.float64)

@@ -1,0 +1,198 @@
+"""The sketch interface: what a client encodes and how the server decodes it.
+
+A sketch is the paper-specific half of a release (DESIGN.md, "The one idea"):
+
+* it declares its coordinates, split into named parts (``parts``), and its
+  sensitivity to one privacy unit (``sensitivity``), once;
+* ``encode`` turns examples into a vector; for a *linear* sketch the vector of
+  many clients' examples is the sum of their vectors, which is what makes the
+  fast path exact;
+* ``decode`` turns a :class:`fedeval.aggregation.Release` (an unbiased estimate
+  of the summed vector, its variance and its receipt) into an estimate.
+
+Sketches are pure: they import nothing that draws noise or charges a budget.
+The release function (:func:`fedeval.aggregation.release`) does both, through
+the mechanism that :func:`fedeval.privacy.mechanism_for.mechanism_for` chose.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
+from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
+
+if TYPE_CHECKING:
+    from fedeval.aggregation.release import Release
+    from fedeval.data import Federation
+
+__all__ = ["Sketch"]
+
+
+class Sketch(ABC):
+    """Encoder/decoder of one kind of federated summary.
+
+    Class attributes
+    ----------------
+    name : str
+        Shown in receipts ("hierarchy", "ECDF prefix tree", ...).
+    linear : bool
+        encode(A ∪ B) = encode(A) + encode(B) for any split of examples.
+    integer : bool
+        Encoded values are integers.
+    one_hot : bool
+        Every example adds 1 to exactly one coordinate of each part, so it can
+        send one local-DP report per part (``items``).
+    label_linear : bool
+        The vector is linear in the 0/1 labels with nothing at labels 0, so
+        randomized response on labels can be debiased linearly.
+    per_party : bool
+        Every client's data touches only its own coordinates
+        (:meth:`owned_coordinates`), so each can add noise to its own.
+    clips_clients : bool
+        Every client bounds its own contribution (clipping), so the sketch has
+        a client-level sensitivity without a contribution bound.
+    public_inputs : tuple of str
+        Inputs this sketch's release treats as public (domain, grid, height, ...).
+    """
+
+    name: str = "sketch"
+    linear: bool = True
+    integer: bool = True
+    one_hot: bool = False
+    label_linear: bool = False
+    per_party: bool = False
+    clips_clients: bool = False
+
+    @property
+    def public_inputs(self) -> tuple[str, ...]:
+        return ()
+
+    # -------------------------------------------------------------- geometry
+    @property
+    @abstractmethod
+    def parts(self) -> tuple[Part, ...]:
+        """The named blocks of coordinates, in order."""
+
+    @property
+    def length(self) -> int:
+        """Number of coordinates of the encoded vector."""
+        return sum(p.length for p in self.parts)
+
+    def part_offsets(self) -> NDArray[np.int64]:
+        """Start of every part, and the total length, shape (n_parts + 1,)."""
+        return np.concatenate(([0], np.cumsum([p.length for p in self.parts]))).astype(np.int64)
+
+    @property
+    def noise_size(self) -> int:
+        """Number of noise variables (the length, unless the noise has its own basis)."""
+        return self.length
+
+    def noise_to_values(self, noise: NDArray[Any]) -> NDArray[Any]:
+        """Map noise variables onto the coordinates (the identity by default)."""
+        return noise
+
+    def noise_to_variance(self, variance: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Per-coordinate variance from independent noise variables' variances."""
+        return variance
+
+    # ----------------------------------------------------------------- privacy
+    @abstractmethod
+    def sensitivity(
+        self,
+        *,
+        unit: PrivacyUnit,
+        neighbouring: Neighbouring,
+        examples_per_unit: int,
+        layout: Layout,
+    ) -> Sensitivity:
+        """What one unit can change, in noise units (see :mod:`fedeval.privacy.sensitivity`).
+
+        Raises
+        ------
+        ValueError
+            A unit or layout this sketch cannot bound.
+        """
+
+    # ------------------------------------------------------------------ encode
+    @abstractmethod
+    def encode(
+        self,
+        scores: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        clients: NDArray[np.int64],
+    ) -> NDArray[Any]:
+        """The vector of these examples (``clients`` gives each example's client index)."""
+
+    def encode_assigned(
+        self,
+        scores: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        clients: NDArray[np.int64],
+        part_of_example: NDArray[np.int64],
+    ) -> NDArray[Any]:
+        """The vector when every example is encoded in its own part only (layout "assign")."""
+        out = np.zeros(self.length, dtype=np.int64 if self.integer else np.float64)
+        offsets = self.part_offsets()
+        for p in range(len(self.parts)):
+            sel = part_of_example == p
+            if sel.any():
+                full = self.encode(scores[sel], labels[sel], clients[sel])
+                out[offsets[p] : offsets[p + 1]] += full[offsets[p] : offsets[p + 1]]
+        return out
+
+    def encode_clients(
+        self, fed: Federation, clients: NDArray[np.intp] | None = None
+    ) -> NDArray[Any]:
+        """Σ of the vectors of the given clients (all by default), each encoded on its own.
+
+        A linear sketch encodes all their examples at once; others override
+        this with a vectorised form or fall back to one encoding per client.
+        """
+        if clients is None:
+            if self.linear:
+                return self.encode(fed.scores, fed.labels, fed.client_index)
+            clients = np.arange(fed.n_clients)
+        if self.linear:
+            rows = fed.rows_of(clients)
+            return self.encode(fed.scores[rows], fed.labels[rows], fed.client_index[rows])
+        total = np.zeros(self.length, dtype=np.int64 if self.integer else np.float64)
+        for i in clients:
+            view = fed.client(int(i))
+            total += self.encode(view.scores, view.labels, np.full(view.n_examples, int(i)))
+        return total
+
+    def items(
+        self,
+        scores: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        part_of_example: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        """One-hot sketches: each example's coordinate within its part."""
+        raise NotImplementedError(f"the {self.name} is not one-hot")
+
+    def label_gram(self, scores: NDArray[np.float64], clients: NDArray[np.int64]) -> Any:
+        """Label-linear sketches: Σ_i a_i a_iᵀ of the labels' coefficient vectors (sparse).
+
+        Randomized response flips every label independently with variance
+        ρ(1 − ρ), so the covariance of the debiased vector is
+        ρ(1 − ρ)/(1 − 2ρ)² times this matrix.
+        """
+        raise NotImplementedError(f"the {self.name} is not linear in the labels")
+
+    def owned_coordinates(self, client: int) -> NDArray[np.intp]:
+        """The coordinates only this client's data touches (per-party noise); all by default."""
+        return np.arange(self.length)
+
+    def exact_variant(self) -> Sketch:
+        """A possibly smaller encoding with the same decode, for exact (noise-free) sums."""
+        return self
+
+    # ------------------------------------------------------------------ decode
+    @abstractmethod
+    def decode(self, release: Release) -> Any:
+        """The estimate from a release of this sketch (pure; no privacy cost)."""
