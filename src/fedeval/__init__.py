@@ -11,9 +11,9 @@ The one pipeline: client data → encode → federated sum under a privacy model
 
 from __future__ import annotations
 
-from fedeval import calibration, demo, ecdf, metrics, partition, privacy, report, sketches, vertical
+from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
 from fedeval.calibration.api import calibrate
-from fedeval.data import ClientView, Federation, read
+from fedeval.data import ClientView, Federation, demo, partition, read
 from fedeval.evaluation import Evaluation, evaluate
 from fedeval.planning import Plan, plan
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger

@@ -275,12 +275,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if not 0.0 < args.test_fraction < 1.0:
         raise CLIError(f"--test-fraction must lie in (0, 1), got {args.test_fraction}")
     # Simulation: hold out whole clients to check the calibrator afterwards.
-    rng = np.random.default_rng(args.seed)
-    order = rng.permutation(fed.n_clients)
-    n_test = max(1, round(args.test_fraction * fed.n_clients))
-    if n_test >= fed.n_clients:
-        raise CLIError("too few clients to hold some out for the report")
-    train, test = fed.subset(np.sort(order[n_test:])), fed.subset(np.sort(order[:n_test]))
+    try:
+        train, test = fe.partition.split_clients(fed, args.test_fraction, rng=args.seed)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     options: dict[str, Any] = {}
     if fed.kind != "binary":
         options = {"rounds": args.rounds, "sampling_rate": args.sampling_rate}

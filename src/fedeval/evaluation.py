@@ -7,7 +7,6 @@ post-processing of that release.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -15,22 +14,27 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.aggregation import Path
+from fedeval.aggregation import Path, release
 from fedeval.data import Federation
-from fedeval.metrics.auc import BucketStrategy, histogram_auc
+from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.precision_recall import (
     PRStrategy,
-    average_precision_from_curve,
-    precision_recall_from_ecdfs,
+    average_precision_score,
+    precision_recall_curve,
 )
-from fedeval.metrics.quantile_ecdf import Interpolation, QuantileECDF, quantile_ecdf
-from fedeval.metrics.roc import curve_thresholds, roc_curve_from_ecdfs
+from fedeval.metrics.quantile_ecdf import Interpolation
+from fedeval.metrics.roc import roc_curve
 from fedeval.planning import Plan, plan
+from fedeval.postprocess.bootstrap import bootstrap_se, bootstrap_values
+from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
-from fedeval.privacy.models import DistributedDP, LocalDP, PrivacyModel, SecureAggregation
+from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.receipt import Receipt
+from fedeval.privacy.sampling import uniform_seed
 from fedeval.randomness import RNGLike, as_generator
-from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget, release_hierarchy
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec, LevelBudget, layout_of
 from fedeval.validation import check_int_at_least
 
 __all__ = ["Evaluation", "evaluate", "resolve_parameters"]
@@ -48,6 +52,9 @@ class Evaluation:
         Height, branching, buckets, quantiles, interpolation, PR strategy, and
         whether each was chosen by the planner.
     plan : Plan
+    bootstrap_replicates : int
+        Replicates of the parametric bootstrap behind the standard errors of
+        the curve-based metrics (post-processing, no privacy cost).
     """
 
     tree: HierarchicalHistogram
@@ -58,40 +65,25 @@ class Evaluation:
 
     # --------------------------------------------------------------- privacy
     @property
+    def receipt(self) -> Receipt:
+        return self.tree.receipt
+
+    @property
     def epsilon_spent(self) -> float:
         """ε charged by this evaluation (0 under secure aggregation)."""
-        return math.fsum(e.epsilon for e in self.tree.ledger_entries)
+        return self.receipt.epsilon_spent
 
     @property
     def delta_spent(self) -> float:
-        return math.fsum(e.delta for e in self.tree.ledger_entries)
+        return self.receipt.delta_spent
 
     @property
-    def guarantee(self) -> Any:
-        return self.tree.guarantee
+    def guarantee(self) -> Guarantee:
+        return self.receipt.guarantee
 
     def privacy_receipt(self) -> list[dict[str, Any]]:
-        """Model, ε per release and unit: one row per ledger entry."""
-        if not self.tree.ledger_entries:
-            return [
-                {
-                    "release": "leaf counts",
-                    "epsilon": 0.0,
-                    "delta": 0.0,
-                    "unit": "none",
-                    "model": self.tree.privacy,
-                }
-            ]
-        return [
-            {
-                "release": e.label,
-                "epsilon": e.epsilon,
-                "delta": e.delta,
-                "unit": e.unit,
-                "model": self.tree.privacy,
-            }
-            for e in self.tree.ledger_entries
-        ]
+        """Model, ε per release, unit and neighbouring relation: one row per ledger entry."""
+        return self.receipt.rows()
 
     @property
     def n_positives(self) -> float:
@@ -101,15 +93,27 @@ class Evaluation:
     def n_negatives(self) -> float:
         return float(max(self.tree.totals()[0], 0.0))
 
-    # ------------------------------------------------------------------- AUC
+    # ---------------------------------------------------------- the metrics
+    def _auc_of(self, tree: HierarchicalHistogram) -> float:
+        return roc_auc_score(
+            tree, n_buckets=self.parameters["n_buckets"], strategy=self.parameters["auc_buckets"]
+        )
+
+    def _curve_options(self) -> dict[str, Any]:
+        return {
+            "n_quantiles": self.parameters["n_quantiles"],
+            "interpolation": self.parameters["interpolation"],
+        }
+
+    def _ap_of(self, tree: HierarchicalHistogram) -> float:
+        return average_precision_score(
+            tree, strategy=self.parameters["pr_strategy"], **self._curve_options()
+        )
+
     @cached_property
     def roc_auc(self) -> float:
-        """ROC AUC by the H_B estimator over equi-depth buckets (Cormode–Markov eq. 5)."""
-        return _auc(self.tree, self.parameters["n_buckets"], self.parameters["auc_buckets"])
-
-    def roc_auc_uniform(self) -> float:
-        """The uniform-bucket baseline of Cormode–Markov Figure 4."""
-        return histogram_auc(self.tree, self.parameters["n_buckets"], strategy="uniform")
+        """ROC AUC by the H_B estimator (Cormode–Markov eq. 5); see :func:`fedeval.metrics.roc_auc_score`."""
+        return self._auc_of(self.tree)
 
     @cached_property
     def roc_auc_se(self) -> float:
@@ -118,46 +122,29 @@ class Evaluation:
         0 under secure aggregation, where the only error is bucketization
         (bounded by 1/(2B), and O(1/B²) for well-behaved scores).
         """
-        return self._bootstrap_se(
-            lambda t: _auc(t, self.parameters["n_buckets"], self.parameters["auc_buckets"])
-        )
-
-    # ---------------------------------------------------------------- curves
-    @cached_property
-    def _ecdfs(self) -> tuple[QuantileECDF, QuantileECDF]:
-        return _class_ecdfs(
-            self.tree, self.parameters["n_quantiles"], self.parameters["interpolation"]
-        )
+        return self._se(self._auc_of)
 
     def roc_curve(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """(fpr, tpr, thresholds) as ``sklearn.metrics.roc_curve`` lays them out."""
-        neg, pos = self._ecdfs
-        return roc_curve_from_ecdfs(
-            neg, pos, curve_thresholds(neg, pos, self.tree.spec.score_range)
-        )
+        return roc_curve(self.tree, **self._curve_options())
 
     def precision_recall_curve(
         self,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """(precision, recall, thresholds) as ``sklearn.metrics.precision_recall_curve`` lays them out."""
-        return _pr(self.tree, self._ecdfs, self.parameters)
+        return precision_recall_curve(
+            self.tree, strategy=self.parameters["pr_strategy"], **self._curve_options()
+        )
 
     @cached_property
     def average_precision(self) -> float:
         """Step-sum average precision of the estimated PR curve."""
-        p, r, _ = self.precision_recall_curve()
-        return average_precision_from_curve(p, r)
+        return self._ap_of(self.tree)
 
     @cached_property
     def average_precision_se(self) -> float:
         """Standard error of :attr:`average_precision` (parametric bootstrap)."""
-
-        def ap(t: HierarchicalHistogram) -> float:
-            e = _class_ecdfs(t, self.parameters["n_quantiles"], self.parameters["interpolation"])
-            p, r, _ = _pr(t, e, self.parameters)
-            return average_precision_from_curve(p, r)
-
-        return self._bootstrap_se(ap)
+        return self._se(self._ap_of)
 
     def roc_band(
         self, fpr_grid: Any = None, *, level: float = 0.9
@@ -171,24 +158,24 @@ class Evaluation:
         grid = (
             np.linspace(0, 1, 101) if fpr_grid is None else np.asarray(fpr_grid, dtype=np.float64)
         )
-        if self.tree.guarantee.unit == "none":
-            fpr, tpr, _ = self.roc_curve()
-            exact_tpr = np.interp(grid, fpr, tpr)
-            return grid, exact_tpr, exact_tpr
-        gen = np.random.default_rng(self._bootstrap_seed)
-        rows = []
-        for _ in range(self.bootstrap_replicates):
-            t = self.tree.perturbed(gen)
-            neg, pos = _class_ecdfs(
-                t, self.parameters["n_quantiles"], self.parameters["interpolation"]
+
+        def tpr_on_grid(tree: HierarchicalHistogram) -> NDArray[np.float64]:
+            f, tp, _ = roc_curve(tree, **self._curve_options())
+            return np.asarray(np.interp(grid, f, tp), dtype=np.float64)
+
+        if not self.tree.guarantee.is_private:
+            exact = tpr_on_grid(self.tree)
+            return grid, exact, exact
+        rows = np.array(
+            bootstrap_values(
+                self.tree,
+                tpr_on_grid,
+                replicates=self.bootstrap_replicates,
+                rng=self._bootstrap_seed,
             )
-            f, tp, _ = roc_curve_from_ecdfs(
-                neg, pos, curve_thresholds(neg, pos, t.spec.score_range)
-            )
-            rows.append(np.interp(grid, f, tp))
-        arr = np.array(rows)
+        )
         a = (1 - level) / 2
-        return grid, np.quantile(arr, a, axis=0), np.quantile(arr, 1 - a, axis=0)
+        return grid, np.quantile(rows, a, axis=0), np.quantile(rows, 1 - a, axis=0)
 
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
@@ -211,49 +198,15 @@ class Evaluation:
             "delta_spent": self.delta_spent,
             "privacy": self.tree.privacy,
             "guarantee": str(self.tree.guarantee),
+            "receipt": self.receipt.as_dict(),
             "parameters": dict(self.parameters),
         }
 
-    def _bootstrap_se(self, fn: Any) -> float:
-        if self.tree.guarantee.unit == "none":
-            return 0.0
-        gen = np.random.default_rng(self._bootstrap_seed)
-        vals = [fn(self.tree.perturbed(gen)) for _ in range(self.bootstrap_replicates)]
-        return float(np.nanstd(vals, ddof=1))
-
-
-def _auc(tree: HierarchicalHistogram, n_buckets: int, strategy: BucketStrategy) -> float:
-    return histogram_auc(tree, n_buckets, strategy=strategy)
-
-
-def _class_ecdfs(
-    tree: HierarchicalHistogram, q: int, interp: Interpolation
-) -> tuple[QuantileECDF, QuantileECDF]:
-    return quantile_ecdf(tree, q, cls=0, interpolation=interp), quantile_ecdf(
-        tree, q, cls=1, interpolation=interp
-    )
-
-
-def _pr(
-    tree: HierarchicalHistogram, ecdfs: tuple[QuantileECDF, QuantileECDF], params: dict[str, Any]
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    neg, pos = ecdfs
-    strategy: PRStrategy = params["pr_strategy"]
-    combined = (
-        quantile_ecdf(tree, params["n_quantiles"], cls=None, interpolation=params["interpolation"])
-        if strategy == "combine"
-        else None
-    )
-    totals = np.maximum(tree.totals(), 0.0)
-    return precision_recall_from_ecdfs(
-        neg,
-        pos,
-        curve_thresholds(neg, pos, tree.spec.score_range),
-        float(totals[1]),
-        float(totals[0]),
-        strategy=strategy,
-        combined=combined,
-    )
+    def _se(self, statistic: Any) -> float:
+        """Standard error of any statistic of the release (one bootstrap, shared by all metrics)."""
+        return bootstrap_se(
+            self.tree, statistic, replicates=self.bootstrap_replicates, rng=self._bootstrap_seed
+        )
 
 
 def resolve_parameters(
@@ -282,13 +235,7 @@ def resolve_parameters(
     parameters : dict
         What :attr:`Evaluation.parameters` holds.
     """
-    chosen = plan(
-        n_clients=n_clients,
-        n_examples=n_examples,
-        epsilon=None if isinstance(privacy, SecureAggregation) else privacy.epsilon,
-        privacy=privacy.name,
-        branching=branching,
-    )
+    chosen = plan(privacy, n_clients=n_clients, n_examples=n_examples, branching=branching)
     h = chosen.height if height is None else check_int_at_least(height, 1, name="height")
     leaves = branching**h
     q = (
@@ -360,7 +307,7 @@ def evaluate(
     pr_strategy : {"separate", "combine"}
     auc_buckets : {"equi-depth", "uniform"}
     level_budget : {"split", "assign"}
-        Distributed DP budget over levels (see :func:`release_hierarchy`).
+        Distributed DP budget over levels (see :func:`fedeval.sketches.hierarchy.layout_of`).
     path : {"fast", "faithful"}
     bootstrap_replicates : int
         Replicates for bootstrap standard errors (post-processing, no privacy cost).
@@ -396,11 +343,6 @@ def evaluate(
         raise ValueError(
             f"all {fed.n_examples} examples are {only}: ROC AUC and curves are undefined"
         )
-    if not isinstance(privacy, SecureAggregation | DistributedDP | LocalDP):
-        raise TypeError(
-            "evaluate() supports SecureAggregation, DistributedDP and LocalDP, "
-            f"not {type(privacy).__name__}"
-        )
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     chosen, params = resolve_parameters(
         privacy,
@@ -417,15 +359,19 @@ def evaluate(
         path=path,
     )
     gen = as_generator(rng)
-    tree = release_hierarchy(
-        fed,
-        privacy,
-        height=params["height"],
-        branching=branching,
-        level_budget=level_budget,
-        path=path,
-        rng=gen,
-        ledger=ledger,
-    ).consistent()
-    seed = int(gen.integers(2**31))
+    sketch = HierarchySketch(HierarchySpec(params["height"], branching, fed.score_range, 2))
+    tree = (
+        release(
+            fed,
+            sketch,
+            privacy,
+            layout=layout_of(level_budget),
+            path=path,
+            rng=gen,
+            ledger=ledger,
+        )
+        .decode()
+        .consistent()
+    )
+    seed = uniform_seed(gen)
     return Evaluation(tree, params, chosen, bootstrap_replicates, seed)

@@ -42,29 +42,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, cast
 
-from fedeval.validation import check_epsilon, check_int_at_least
+from fedeval.privacy.models import PrivacyModel, Regime, privacy_model
+from fedeval.validation import check_int_at_least
 
 __all__ = ["ERROR_CONSTANTS", "Plan", "error_rates", "plan"]
 
-PrivacyName = Literal["sa", "distdp", "ldp"]
-
-#: C in "predicted error = C × rate", per (privacy model, metric); see the module docstring.
+#: C in "predicted error = C × rate", per (noise regime, metric); see the module docstring.
+#: "exact" is secure aggregation, "central" noise on the aggregate (distributed or
+#: central DP), "local" local DP; every privacy model declares its regime.
 ERROR_CONSTANTS: dict[tuple[str, str], float] = {
     # FITTED-CONSTANTS-BEGIN (written by benchmarks/fit_planner_constants.py --write)
-    ("sa", "threshold_metrics"): 0.911,
-    ("sa", "auc"): 18.2,
-    ("sa", "ece"): 1.0,  # not fitted
-    ("sa", "roc_area_error"): 0.237,
-    ("distdp", "threshold_metrics"): 2.28,
-    ("distdp", "auc"): 55.1,
-    ("distdp", "ece"): 1.0,  # not fitted
-    ("distdp", "roc_area_error"): 0.537,
-    ("ldp", "threshold_metrics"): 2.82,
-    ("ldp", "auc"): 1.72,
-    ("ldp", "ece"): 1.0,  # not fitted
-    ("ldp", "roc_area_error"): 0.466,
+    ("exact", "threshold_metrics"): 0.911,
+    ("exact", "auc"): 18.2,
+    ("exact", "ece"): 1.0,  # not fitted
+    ("exact", "roc_area_error"): 0.237,
+    ("central", "threshold_metrics"): 2.28,
+    ("central", "auc"): 55.1,
+    ("central", "ece"): 1.0,  # not fitted
+    ("central", "roc_area_error"): 0.537,
+    ("local", "threshold_metrics"): 2.82,
+    ("local", "auc"): 1.72,
+    ("local", "ece"): 1.0,  # not fitted
+    ("local", "roc_area_error"): 0.466,
     # FITTED-CONSTANTS-END
 }
 
@@ -75,7 +75,10 @@ class Plan:
 
     Attributes
     ----------
-    privacy : {"sa", "distdp", "ldp"}
+    privacy : str
+        The privacy model in words.
+    regime : {"exact", "central", "local"}
+        The model's noise regime, which the planning rules depend on.
     height, branching : int
         Of the released hierarchy.
     n_buckets : int
@@ -92,7 +95,8 @@ class Plan:
     notes : list of str
     """
 
-    privacy: PrivacyName
+    privacy: str
+    regime: Regime
     n_clients: int
     n_examples: int
     epsilon: float
@@ -109,9 +113,10 @@ class Plan:
     def as_dict(self) -> dict[str, object]:
         return {
             "privacy": self.privacy,
+            "regime": self.regime,
             "n_clients": self.n_clients,
             "n_examples": self.n_examples,
-            "epsilon": self.epsilon,
+            "epsilon": self.epsilon if math.isfinite(self.epsilon) else None,
             "height": self.height,
             "branching": self.branching,
             "n_buckets": self.n_buckets,
@@ -125,10 +130,10 @@ class Plan:
 
 
 def plan(
+    privacy: PrivacyModel | str = "distdp",
     *,
     n_clients: int,
     epsilon: float | None = None,
-    privacy: str = "distdp",
     n_examples: int | None = None,
     branching: int = 2,
     target_error: float = 0.01,
@@ -137,11 +142,13 @@ def plan(
 
     Parameters
     ----------
+    privacy : privacy model or str
+        The model of the release (its regime decides the rules below), or a
+        short name ("sa", "distdp", "ldp", ...) together with ``epsilon``.
     n_clients : int
         M in the papers (one example per client unless ``n_examples`` is given).
-    epsilon : float
-        Privacy budget of the release (ignored for "sa").
-    privacy : {"sa", "distdp", "ldp"}
+    epsilon : float, optional
+        Only with a short name: the privacy budget of the release.
     n_examples : int, optional
         Total examples (default: ``n_clients``). Bounds use the number of
         examples, the papers' M.
@@ -156,7 +163,8 @@ def plan(
 
     Notes
     -----
-    Rules (b = 2 unless given):
+    Rules (b = 2 unless given; "DistDP" stands for every central-noise model,
+    "LDP" for local models):
 
     * SA: h = 14 (Cormode–Markov §7.1: error < 1e-4 at h = 14).
     * DistDP: B* = (εM)^{2/3} leaves balance bucketization and noise for
@@ -176,36 +184,39 @@ def plan(
         else m_clients
     )
     b = check_int_at_least(branching, 2, name="branching")
-    key = privacy.lower()
-    if key not in ("sa", "distdp", "ldp"):
-        raise ValueError(f"privacy must be 'sa', 'distdp' or 'ldp', got {privacy!r}")
+    if isinstance(privacy, str):
+        model = privacy_model(privacy, epsilon=epsilon)
+    else:
+        model = privacy
+        if epsilon is not None and epsilon != model.epsilon:
+            raise ValueError(
+                f"epsilon={epsilon} disagrees with the model's ε={model.epsilon}; pass one of them"
+            )
+    key = model.regime
     notes = [
         "predicted errors are C × rate, C fitted by simulation so that at most about 1 run "
         "in 10 exceeded the prediction at each setting of the fitting grid (see "
         "fedeval.planning); the ECE prediction is the bare rate (C = 1, not fitted), an "
         "order of magnitude"
     ]
-    if key == "sa":
-        eps = math.inf
+    eps = float(model.epsilon)
+    if key == "exact":
         h = 14 if b == 2 else max(1, math.ceil(14 * math.log(2) / math.log(b)))
     else:
-        if epsilon is None:
-            raise ValueError(f"privacy model {privacy!r} needs epsilon")
-        eps = check_epsilon(epsilon)
-        target_leaves = (eps * m) ** (2 / 3) if key == "distdp" else eps ** (2 / 3) * m ** (1 / 3)
+        target_leaves = (eps * m) ** (2 / 3) if key == "central" else eps ** (2 / 3) * m ** (1 / 3)
         h = math.ceil(math.log(max(target_leaves, b), b))
-        h = min(max(h, 4 if key == "distdp" else 3), 16 if key == "distdp" else 12)
+        h = min(max(h, 4 if key == "central" else 3), 16 if key == "central" else 12)
     leaves = b**h
     cap = max(2, leaves // 4)
-    if key == "sa":
+    if key == "exact":
         n_buckets = min(cap, 1000)
-    elif key == "distdp":
+    elif key == "central":
         n_buckets = min(cap, max(2, round(math.sqrt(eps * m / 3))))
     else:
         v_eps = h**2 * math.exp(eps) / math.expm1(eps) ** 2
         n_buckets = min(cap, max(2, round(math.sqrt(m / v_eps))))
     n_quantiles = max(1, min(1024, b ** max(h - 2, 0)))
-    if key == "ldp":
+    if key == "local":
         cal_bins = max(2, round(math.sqrt(eps * math.sqrt(m))))
     else:
         cal_bins = max(2, round(m ** (1 / 3)))
@@ -218,7 +229,8 @@ def plan(
             f"{worst} is predicted at {err[worst]:.2g} > target {target_error:g}: more clients or a larger ε needed"
         )
     return Plan(
-        cast(PrivacyName, key),
+        model.describe(),
+        key,
         m_clients,
         m,
         eps,
@@ -238,14 +250,14 @@ def _rates(
     key: str, eps: float, m: int, h: int, leaves: int, n_buckets: int, n_quantiles: int
 ) -> dict[str, float]:
     """The papers' error rates (constant 1) for one choice of parameters."""
-    if key == "sa":
+    if key == "exact":
         return {
             "threshold_metrics": 1 / leaves,
             "auc": 1 / (3 * n_buckets**2),
             "ece": m ** (-1 / 3),
             "roc_area_error": 1 / n_quantiles,
         }
-    if key == "distdp":
+    if key == "central":
         return {
             "threshold_metrics": (eps * m) ** (-2 / 3),
             "auc": (1 / eps + 1 / n_buckets) / m,
@@ -263,11 +275,11 @@ def _rates(
 def error_rates(chosen: Plan) -> dict[str, float]:
     """Rates (constant 1) behind ``chosen.predicted_error``.
 
-    ``chosen.predicted_error[k] == ERROR_CONSTANTS[(chosen.privacy, k)] * error_rates(chosen)[k]``.
+    ``chosen.predicted_error[k] == ERROR_CONSTANTS[(chosen.regime, k)] * error_rates(chosen)[k]``.
     Used to fit the constants (``benchmarks/fit_planner_constants.py``).
     """
     return _rates(
-        chosen.privacy,
+        chosen.regime,
         chosen.epsilon,
         chosen.n_examples,
         chosen.height,

@@ -1,8 +1,10 @@
-"""Federated calibration: calibrators learned from private aggregates.
+"""Federated calibration: calibrators learned from private releases.
 
 ``calibrate(fed, privacy, method=...)`` is the entry point; binary binning and
 BBQ post-process one hierarchical-histogram release (Cormode–Markov §6), the
-multiclass methods run federated rounds (multiclass calibration paper).
+multiclass methods run federated rounds (multiclass calibration paper). Nothing
+here draws noise or charges a budget: releases come from
+:mod:`fedeval.aggregation`.
 """
 
 from __future__ import annotations

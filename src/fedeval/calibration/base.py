@@ -4,6 +4,9 @@ A calibrator is learned by a federated procedure (server side, from released
 aggregates) and then shipped to clients, so every calibrator
 
 * is a frozen dataclass holding only public, released parameters;
+* carries the receipt of the release(s) it was learned from (``receipt``, the
+  JSON form of :class:`~fedeval.privacy.receipt.Receipt`), so its guarantee and
+  the budget it spent travel with it;
 * has ``predict_proba(scores_or_logits)``;
 * serialises to JSON (:meth:`Calibrator.to_json`) and back
   (:func:`calibrator_from_json`), so the server can send the map to clients.
@@ -16,11 +19,14 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+
+from fedeval.privacy.guarantee import Guarantee
+from fedeval.privacy.receipt import Receipt
 
 __all__ = ["Calibrator", "calibrator_from_json", "register"]
 
@@ -50,6 +56,28 @@ class Calibrator(ABC):
 
     kind: ClassVar[str] = "abstract"
     array_fields: ClassVar[tuple[str, ...]] = ()
+
+    receipt: dict[str, Any] = field(default_factory=dict, kw_only=True)
+
+    @property
+    def privacy_receipt(self) -> Receipt:
+        """The receipt of the release(s) this calibrator was learned from."""
+        if not self.receipt:
+            return Receipt("none", Guarantee.none("no release recorded"))
+        return Receipt.from_dict(self.receipt)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.privacy_receipt.guarantee
+
+    @property
+    def epsilon_spent(self) -> float:
+        """ε charged to learn this calibrator (0 without DP)."""
+        return self.privacy_receipt.epsilon_spent
+
+    @property
+    def delta_spent(self) -> float:
+        return self.privacy_receipt.delta_spent
 
     @abstractmethod
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:

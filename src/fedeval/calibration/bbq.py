@@ -55,18 +55,19 @@ from fedeval.calibration.base import Calibrator, register
 from fedeval.calibration.binning import (
     DEFAULT_HEIGHT,
     BinaryPrivacy,
-    _bucket_of,
-    _check_binary_inputs,
-    _check_raw_scores,
-    _privacy_record,
-    _release,
     bucket_counts,
+    bucket_of,
+    check_binary_inputs,
+    check_raw_scores,
+    receipt_record,
+    release_scores_hierarchy,
     snapped_equi_depth_leaf_edges,
 )
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.randomness import RNGLike
-from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+from fedeval.sketches.hierarchy import LevelBudget
 from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = ["BBQCalibrator", "bbq", "bbq_candidate_bins", "bbq_from_hierarchy", "bbq_log_score"]
@@ -94,12 +95,8 @@ class BBQCalibrator(Calibrator):
     n_bins : list of int
         Number of buckets of each model (after merging coincident boundaries).
     post_processing : list of str
-    privacy : str
-    epsilon : float or None
-        ε of the one release (None: secure aggregation, no DP).
-    delta : float
-    ledger : list of dict
-        Ledger entries of the one hierarchy release.
+    receipt : dict
+        The receipt of the one hierarchy release.
     """
 
     kind: ClassVar[str] = "bbq"
@@ -111,16 +108,6 @@ class BBQCalibrator(Calibrator):
     log_scores: NDArray[np.float64]
     n_bins: list[int]
     post_processing: list[str] = field(default_factory=list)
-    privacy: str = ""
-    epsilon: float | None = None
-    delta: float = 0.0
-    ledger: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def epsilon_spent(self) -> float:
-        """ε charged for the release: 0 under secure aggregation, which charges
-        no budget and gives no DP guarantee (as ``Evaluation.epsilon_spent``)."""
-        return 0.0 if self.epsilon is None else float(self.epsilon)
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """Calibrated P(y = 1): the weight-averaged bucket probabilities of all models.
@@ -139,11 +126,11 @@ class BBQCalibrator(Calibrator):
         ValueError
             NaN/inf scores or a shape other than (n,).
         """
-        s = _check_raw_scores(scores)
+        s = check_raw_scores(scores)
         out = np.zeros(s.shape)
         for e, p, w in zip(self.edges, self.probabilities, self.weights, strict=True):
             if w > 0:
-                out += w * np.asarray(p, dtype=np.float64)[_bucket_of(np.asarray(e), s)]
+                out += w * np.asarray(p, dtype=np.float64)[bucket_of(np.asarray(e), s)]
         return np.clip(out, 0.0, 1.0)
 
 
@@ -312,7 +299,7 @@ def bbq_from_hierarchy(
         log_scores=log_scores,
         n_bins=sizes,
         post_processing=steps,
-        **_privacy_record(hist),
+        **receipt_record(hist),
     )
 
 
@@ -376,9 +363,9 @@ def bbq(
     cormode-markov-2023-federated-calibration-evaluation §7.3; Naeini et al.,
     AAAI 2015.
     """
-    _check_binary_inputs(fed, privacy)
+    check_binary_inputs(fed, privacy)
     check_positive(prior_strength, name="prior_strength")
-    hist = _release(
+    hist = release_scores_hierarchy(
         fed,
         privacy,
         height=height,

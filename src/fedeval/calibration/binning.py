@@ -3,7 +3,7 @@
 Pipeline
 --------
 1. **Release** (the only private step): one per-class hierarchical score
-   histogram, :func:`fedeval.sketches.hierarchy.release_hierarchy`, under
+   histogram, :class:`fedeval.sketches.hierarchy.HierarchySketch` released by :func:`fedeval.aggregation.release`, under
    secure aggregation, distributed DP or local DP.
 2. **Post-processing** (free, every step named in the calibrator's
    ``post_processing`` record):
@@ -22,7 +22,7 @@ Pipeline
 Bucket convention
 -----------------
 Buckets are left-closed, ``[e_j, e_{j+1})``, the last one also holding the upper
-domain end, like the leaves of the hierarchy (``fedeval.sketches.histogram``).
+domain end, like the leaves of the hierarchy (``fedeval.sketches.grid``).
 Scores outside ``[e_0, e_B]`` are mapped to the first/last bucket.
 
 Number of buckets
@@ -37,19 +37,21 @@ B/(ε√M) balanced against √(B/M)). ``M`` is the *released* total count
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.aggregation import Path
+from fedeval.aggregation import Path, release
 from fedeval.calibration.base import Calibrator, register
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
-from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
+from fedeval.privacy.models import PrivacyModel, SecureAggregation
 from fedeval.randomness import RNGLike
-from fedeval.sketches.hierarchy import HierarchicalHistogram, LevelBudget, release_hierarchy
+from fedeval.sketches.grid import bin_of_edges
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec, LevelBudget, layout_of
 from fedeval.validation import check_int_at_least
 
 __all__ = [
@@ -59,7 +61,7 @@ __all__ = [
     "histogram_binning",
 ]
 
-BinaryPrivacy = SecureAggregation | DistributedDP | LocalDP
+BinaryPrivacy = PrivacyModel
 
 #: Hierarchy height used by Cormode–Markov §7 for every experiment.
 DEFAULT_HEIGHT = 10
@@ -86,14 +88,8 @@ class HistogramBinningCalibrator(Calibrator):
         Released (noisy, consistent) per-class counts of each bucket.
     post_processing : list of str
         The named post-processing steps applied to the release, in order.
-    privacy : str
-        The guarantee of the release the calibrator was built from.
-    epsilon : float or None
-        ε of that release; None for secure aggregation alone (no DP).
-    delta : float
-    ledger : list of dict
-        The ledger entries charged by the release (label, epsilon, delta, unit,
-        details).
+    receipt : dict
+        The receipt of the release the calibrator was built from.
     """
 
     kind: ClassVar[str] = "histogram-binning"
@@ -111,20 +107,10 @@ class HistogramBinningCalibrator(Calibrator):
     positive_counts: NDArray[np.float64]
     negative_counts: NDArray[np.float64]
     post_processing: list[str] = field(default_factory=list)
-    privacy: str = ""
-    epsilon: float | None = None
-    delta: float = 0.0
-    ledger: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def n_bins(self) -> int:
         return int(self.probabilities.shape[0])
-
-    @property
-    def epsilon_spent(self) -> float:
-        """ε charged for the release: 0 under secure aggregation, which charges
-        no budget and gives no DP guarantee (as ``Evaluation.epsilon_spent``)."""
-        return 0.0 if self.epsilon is None else float(self.epsilon)
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """Calibrated P(y = 1) of each score.
@@ -146,12 +132,12 @@ class HistogramBinningCalibrator(Calibrator):
         TypeError
             Non-numeric scores.
         """
-        s = _check_raw_scores(scores)
-        return self.probabilities[_bucket_of(self.edges, s)]
+        s = check_raw_scores(scores)
+        return self.probabilities[bucket_of(self.edges, s)]
 
 
 # ------------------------------------------------------------------- helpers
-def _check_raw_scores(scores: Any) -> NDArray[np.float64]:
+def check_raw_scores(scores: Any) -> NDArray[np.float64]:
     arr = np.asarray(scores)
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"scores must be numeric, got dtype {arr.dtype}")
@@ -165,12 +151,12 @@ def _check_raw_scores(scores: Any) -> NDArray[np.float64]:
     return arr
 
 
-def _bucket_of(edges: NDArray[np.float64], s: NDArray[np.float64]) -> NDArray[np.intp]:
-    """Left-closed buckets [e_j, e_{j+1}); out-of-domain scores go to the end buckets."""
-    return np.searchsorted(edges[1:-1], s, side="right")
+def bucket_of(edges: NDArray[np.float64], s: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Left-closed buckets [e_j, e_{j+1}) (the grid convention); out-of-domain scores go to the end buckets."""
+    return bin_of_edges(edges, s)
 
 
-def _check_binary_inputs(fed: Any, privacy: Any) -> None:
+def check_binary_inputs(fed: Any, privacy: Any) -> None:
     if not isinstance(fed, Federation):
         raise TypeError(f"fed must be a fedeval.Federation, got {type(fed).__name__}")
     if fed.kind != "binary":
@@ -178,11 +164,6 @@ def _check_binary_inputs(fed: Any, privacy: Any) -> None:
             f"binary histogram binning needs a binary federation (1-D scores), got "
             f"kind={fed.kind!r}; use method='bbq'/'temperature'/... via fedeval.calibrate "
             "for multiclass tasks"
-        )
-    if not isinstance(privacy, SecureAggregation | DistributedDP | LocalDP):
-        raise TypeError(
-            "binary calibration supports SecureAggregation, DistributedDP and LocalDP, "
-            f"got {type(privacy).__name__}"
         )
 
 
@@ -207,15 +188,13 @@ def default_n_bins(n_examples: float, privacy: BinaryPrivacy) -> int:
     cormode-markov-2023-federated-calibration-evaluation Theorems 7 and 8.
     """
     m = max(float(n_examples), 1.0)
-    if isinstance(privacy, LocalDP):
-        b = math.sqrt(privacy.epsilon * math.sqrt(m))
-    else:
-        b = m ** (1.0 / 3.0)
+    local = privacy.regime == "local"
+    b = math.sqrt(privacy.epsilon * math.sqrt(m)) if local else m ** (1.0 / 3.0)
     return max(1, round(b))
 
 
 def _default_height(fed: Federation, privacy: BinaryPrivacy, n_bins: int | None) -> int:
-    if isinstance(privacy, SecureAggregation):
+    if privacy.regime == "exact":
         # Exact sums: finer leaves only sharpen the quantiles.
         return DEFAULT_HEIGHT
     # Under DP every level costs budget (DistDP: ε/h per level; LDP: M/h reports
@@ -228,7 +207,7 @@ def _default_height(fed: Federation, privacy: BinaryPrivacy, n_bins: int | None)
     return int(min(DEFAULT_HEIGHT, max(3, math.ceil(math.log2(2 * b)))))
 
 
-def _release(
+def release_scores_hierarchy(
     fed: Federation,
     privacy: BinaryPrivacy,
     *,
@@ -241,16 +220,11 @@ def _release(
     ledger: BudgetLedger | None,
 ) -> HierarchicalHistogram:
     h = _default_height(fed, privacy, n_bins) if height is None else height
-    return release_hierarchy(
-        fed,
-        privacy,
-        height=h,
-        branching=branching,
-        level_budget=level_budget,
-        path=path,
-        rng=rng,
-        ledger=ledger,
-    )
+    sketch = HierarchySketch(HierarchySpec(h, branching, fed.score_range, 2))
+    decoded: HierarchicalHistogram = release(
+        fed, sketch, privacy, layout=layout_of(level_budget), path=path, rng=rng, ledger=ledger
+    ).decode()
+    return decoded
 
 
 def snapped_equi_depth_leaf_edges(hist: HierarchicalHistogram, n_bins: int) -> NDArray[np.intp]:
@@ -281,14 +255,9 @@ def bucket_counts(
     return counts[0], counts[1]
 
 
-def _privacy_record(hist: HierarchicalHistogram) -> dict[str, Any]:
-    g = hist.guarantee
-    return {
-        "privacy": str(g),
-        "epsilon": None if math.isinf(g.epsilon) else float(g.epsilon),
-        "delta": float(g.delta),
-        "ledger": [asdict(e) for e in hist.ledger_entries],
-    }
+def receipt_record(hist: HierarchicalHistogram) -> dict[str, Any]:
+    """The release's receipt as the JSON-able field every calibrator carries."""
+    return {"receipt": hist.receipt.as_dict()}
 
 
 def _positive_fraction(
@@ -329,7 +298,7 @@ def binning_from_hierarchy(
     ----------
     hist : HierarchicalHistogram
         A binary (two-class) release from
-        :func:`~fedeval.sketches.hierarchy.release_hierarchy`; made consistent
+        :class:`~fedeval.sketches.hierarchy.HierarchySketch`; made consistent
         here if it is not.
     n_bins : int, optional
         Number of equi-depth buckets requested, B >= 1 (fewer result when
@@ -393,7 +362,7 @@ def binning_from_hierarchy(
         positive_counts=pos,
         negative_counts=neg,
         post_processing=steps,
-        **_privacy_record(hist),
+        **receipt_record(hist),
     )
 
 
@@ -434,7 +403,7 @@ def histogram_binning(
         Hierarchy branching factor (default 2, as the paper).
     level_budget : {"split", "assign"}
         Distributed DP budget strategy across levels (see
-        :func:`~fedeval.sketches.hierarchy.release_hierarchy`).
+        :func:`~fedeval.sketches.hierarchy.layout_of`).
     path : {"fast", "faithful"}
         Simulation path of the federated sum.
     rng : int, Generator or None
@@ -469,10 +438,10 @@ def histogram_binning(
     cormode-markov-2023-federated-calibration-evaluation §6 (Theorems 7–8) and
     §7.3.
     """
-    _check_binary_inputs(fed, privacy)
+    check_binary_inputs(fed, privacy)
     if n_bins is not None:
         check_int_at_least(n_bins, 1, name="n_bins")
-    hist = _release(
+    hist = release_scores_hierarchy(
         fed,
         privacy,
         n_bins=n_bins,

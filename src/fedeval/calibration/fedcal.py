@@ -29,22 +29,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.calibration.base import register
-from fedeval.calibration.scaling import (
-    _nll_residual,
-    fedavg,
-    order_preserving_backward,
-    order_preserving_logits,
-)
-from fedeval.calibration.user_dp import (
+from fedeval.calibration.fedavg import fedavg
+from fedeval.calibration.multiclass import (
     MulticlassCalibrator,
     check_procedure,
-    plan_noise,
-    privacy_record,
+    procedure_record,
     softmax,
     to_logits,
 )
+from fedeval.calibration.scaling_maps import (
+    nll_residual,
+    order_preserving_backward,
+    order_preserving_logits,
+)
 from fedeval.data import Federation
-from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.sampling import public_uniform
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_int_at_least, check_positive
 
@@ -77,7 +78,7 @@ def initial_mlp(c: int, hidden: int, rng: np.random.Generator) -> NDArray[np.flo
     for shape in _shapes(c, hidden):
         if len(shape) == 2 and shape[1] == hidden:
             limit = math.sqrt(6.0 / (shape[0] + shape[1]))
-            parts.append(rng.uniform(-limit, limit, size=shape).ravel())
+            parts.append(public_uniform(-limit, limit, shape, rng).ravel())
         elif shape == (c,):
             parts.append(np.full(c, _SOFTPLUS_INV_ONE))
         else:
@@ -103,7 +104,7 @@ def mlp_nll_and_grad(
     """Mean NLL of the order-preserving MLP scaler and its gradient (backpropagation)."""
     v, (x, h1, h2, w2, w3) = _forward(w, z, hidden)
     o, cache = order_preserving_logits(z, v)
-    loss, r = _nll_residual(o, y)
+    loss, r = nll_residual(o, y)
     g_v = order_preserving_backward(cache, r)
     g_w3 = h2.T @ g_v
     g_b3 = g_v.sum(axis=0)
@@ -128,8 +129,8 @@ class FedCalCalibrator(MulticlassCalibrator):
         Flat [W1 (c×H), b1 (H), W2 (H×H), b2 (H), W3 (H×c), b3 (c)], row-major.
     hidden : int
         H, units in each of the two hidden layers.
-    n_classes, input_kind, privacy
-        See :class:`~fedeval.calibration.user_dp.MulticlassCalibrator`.
+    n_classes, input_kind, receipt, procedure
+        See :class:`~fedeval.calibration.multiclass.MulticlassCalibrator`.
 
     Notes
     -----
@@ -161,7 +162,7 @@ class FedCalCalibrator(MulticlassCalibrator):
 
 def fit_fedcal(
     fed: Federation,
-    privacy: SecureAggregation | UserLevelDP,
+    privacy: PrivacyModel,
     *,
     rounds: int = 1,
     sampling_rate: float = 1.0,
@@ -169,6 +170,7 @@ def fit_fedcal(
     max_iter: int = 20,
     server_lr: float = 1.0,
     rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
 ) -> FedCalCalibrator:
     """Train FedCal's MLP scaler by FedAvg (DP-FedAvg under UserLevelDP).
 
@@ -208,44 +210,39 @@ def fit_fedcal(
     ----------
     .. [1] Peng et al. (2024); multiclass paper §4.2, §5 and Appendix A.6.
     """
-    priv, t, p_rate = check_procedure(fed, privacy, rounds, sampling_rate)
-    if isinstance(priv, UserLevelDP) and isinstance(priv.clip, tuple):
-        raise ValueError(
-            f"FedCal clips each client's update to one L2 norm C; got the pair clip={priv.clip!r}"
-        )
+    t, p_rate = check_procedure(fed, rounds, sampling_rate)
     h = check_int_at_least(hidden, 1, name="hidden")
     iters = check_int_at_least(max_iter, 1, name="max_iter")
     lr = check_positive(server_lr, name="server_lr")
     gen = as_generator(rng)
     c = fed.n_classes
     logits = to_logits(fed.scores, fed.kind)
-    plan = plan_noise(priv, rounds=t, sampling_rate=p_rate)
 
     def objective(
         w: NDArray[np.float64], z: NDArray[np.float64], y: NDArray[np.int64]
     ) -> tuple[float, NDArray[np.float64]]:
         return mlp_nll_and_grad(w, z, y, h)
 
-    w, participations = fedavg(
+    w, schedule = fedavg(
         fed,
         logits,
         initial_mlp(c, h, gen),
         objective,
-        priv,
+        privacy,
         rounds=t,
         sampling_rate=p_rate,
-        noise_multiplier=plan.noise_multiplier,
         max_iter=iters,
         server_lr=lr,
         gen=gen,
+        ledger=ledger,
     )
-    sens = float(priv.clip) if isinstance(priv, UserLevelDP) else None  # type: ignore[arg-type]
-    record = privacy_record(
-        priv,
-        plan,
-        release=f"the sum of clipped updates of {w.size} MLP-scaler parameters",
-        l2_sensitivity=sens,
-        noise_std=None if sens is None else {"sum": plan.noise_multiplier * sens},
+    return FedCalCalibrator(
+        w,
+        h,
+        n_classes=c,
+        input_kind=fed.kind,
+        receipt=schedule.mechanism.receipt.as_dict(),
+        procedure=procedure_record(
+            schedule, f"the sum of clipped updates of {w.size} MLP-scaler parameters"
+        ),
     )
-    record["participations"] = participations
-    return FedCalCalibrator(w, h, n_classes=c, input_kind=fed.kind, privacy=record)

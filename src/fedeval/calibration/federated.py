@@ -17,7 +17,7 @@ Every round samples each client independently with probability p (Poisson
 sampling, :func:`sample_participants`). Under
 :class:`~fedeval.privacy.models.UserLevelDP` the T rounds together are
 (ε, δ)-DP at the client level; the returned calibrator records what was spent
-(``cal.privacy``, ``cal.guarantee``, ``cal.ledger_entry()``).
+(``cal.receipt``, ``cal.guarantee``, ``cal.epsilon_spent``).
 
 References
 ----------
@@ -32,10 +32,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.calibration.user_dp import MulticlassCalibrator, check_procedure, poisson_sample
+from fedeval.calibration.multiclass import MulticlassCalibrator, check_procedure
 from fedeval.data import Federation
-from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
-from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.sampling import poisson_sample
 from fedeval.randomness import RNGLike, as_generator
 
 __all__ = ["METHODS", "MulticlassMethod", "calibrate_multiclass", "sample_participants"]
@@ -90,7 +91,7 @@ def sample_participants(
 
 def calibrate_multiclass(
     fed: Federation,
-    privacy: SecureAggregation | UserLevelDP,
+    privacy: PrivacyModel,
     *,
     method: MulticlassMethod = "bbq",
     rounds: int = 1,
@@ -105,8 +106,8 @@ def calibrate_multiclass(
     ----------
     fed : Federation
         kind "probabilities" or "logits"; labels 0..c−1.
-    privacy : SecureAggregation or UserLevelDP
-        UserLevelDP(ε, δ, clip): clip is C (scaling: update norm; binning: both
+    privacy : privacy model
+        SecureAggregation() or UserLevelDP(ε, δ, clip): clip is C (scaling: update norm; binning: both
         histograms) or (C+, C−) (binning only). The paper uses C = 0.5 for
         scaling and (C+, C−) = (10, 50) for binning.
     method : {"binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"}
@@ -117,9 +118,9 @@ def calibrate_multiclass(
     rng : int, Generator or None
         Client sampling, DP noise and (FedCal) initial weights.
     ledger : BudgetLedger, optional
-        If given, the whole procedure is charged to it as one entry before the
-        calibrator is returned (refused with BudgetExceededError, leaving it
-        unchanged, if it does not fit).
+        Charged for the whole procedure, once, before the first round draws
+        anything (refused with BudgetExceededError, leaving it unchanged, if it
+        does not fit).
     **options
         Method options:
 
@@ -134,16 +135,21 @@ def calibrate_multiclass(
     -------
     MulticlassCalibrator
         A registered, JSON round-trippable calibrator whose
-        ``predict_proba((n, c)) -> (n, c)`` rows sum to 1; ``privacy`` /
-        ``guarantee`` / ``epsilon_spent`` state the (ε, δ) spent.
+        ``predict_proba((n, c)) -> (n, c)`` rows sum to 1; ``receipt`` /
+        ``guarantee`` / ``epsilon_spent`` state the (ε, δ) spent and
+        ``procedure`` the rounds, sampling rate and noise scales.
 
     Raises
     ------
     TypeError
-        Not a Federation / unsupported privacy model / unknown option.
+        Not a Federation / unknown option / a privacy model the released sums
+        cannot be released under (decided by
+        :func:`fedeval.privacy.mechanism_for.mechanism_for`: DistributedDP,
+        LocalDP and LabelDP cannot release client-clipped sums).
     ValueError
         Binary federation, NaN/inf scores, labels outside 0..c−1, T < 1,
-        p ∉ (0, 1], unknown method, bad option values.
+        p ∉ (0, 1], unknown method, bad option values; several rounds (or
+        p < 1) with a model that covers one release.
     BudgetExceededError
         The ledger cannot afford the procedure.
 
@@ -158,7 +164,7 @@ def calibrate_multiclass(
     ----------
     .. [1] Multiclass paper, Algorithms 1–2, §4.3, Lemma B.7.
     """
-    priv, t, p = check_procedure(fed, privacy, rounds, sampling_rate)
+    t, p = check_procedure(fed, rounds, sampling_rate)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     allowed = (
@@ -175,37 +181,38 @@ def calibrate_multiclass(
         )
     if ledger is not None and not isinstance(ledger, BudgetLedger):
         raise TypeError(f"ledger must be a BudgetLedger or None, got {type(ledger).__name__}")
-    # Refuse before spending any computation, and without touching the ledger.
-    if (
-        ledger is not None
-        and isinstance(priv, UserLevelDP)
-        and not ledger.can_afford(priv.epsilon, priv.delta)
-    ):
-        raise BudgetExceededError(
-            f"federated calibration needs ε={priv.epsilon:.4g}, δ={priv.delta:.3g} but only "
-            f"ε={ledger.remaining_epsilon:.4g}, δ={ledger.remaining_delta:.3g} remain"
-        )
 
     cal: MulticlassCalibrator
     if method in ("binning", "bbq"):
         from fedeval.calibration.multiclass_binning import fit_multiclass_binning
 
         cal = fit_multiclass_binning(
-            fed, priv, method=method, rounds=t, sampling_rate=p, rng=rng, **options
+            fed,
+            privacy,
+            method=method,
+            rounds=t,
+            sampling_rate=p,
+            rng=rng,
+            ledger=ledger,
+            **options,
         )
     elif method == "fedcal":
         from fedeval.calibration.fedcal import fit_fedcal
 
-        cal = fit_fedcal(fed, priv, rounds=t, sampling_rate=p, rng=rng, **options)
+        cal = fit_fedcal(fed, privacy, rounds=t, sampling_rate=p, rng=rng, ledger=ledger, **options)
     else:
         from fedeval.calibration.scaling import ScalingFamily, fit_scaling
 
         family: ScalingFamily = method  # type: ignore[assignment]
 
-        cal = fit_scaling(fed, priv, family=family, rounds=t, sampling_rate=p, rng=rng, **options)
-    if ledger is not None:
-        entry = cal.ledger_entry()
-        ledger.charge(
-            entry.label, entry.epsilon, entry.delta, unit=entry.unit, details=entry.details
+        cal = fit_scaling(
+            fed,
+            privacy,
+            family=family,
+            rounds=t,
+            sampling_rate=p,
+            rng=rng,
+            ledger=ledger,
+            **options,
         )
     return cal

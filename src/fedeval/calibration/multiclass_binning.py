@@ -34,25 +34,29 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.special import gammaln
 
+from fedeval.aggregation import Rounds
 from fedeval.calibration.base import register
-from fedeval.calibration.user_dp import (
+from fedeval.calibration.multiclass import (
     MulticlassCalibrator,
     check_procedure,
-    plan_noise,
-    poisson_sample,
-    privacy_record,
+    procedure_record,
     to_probabilities,
 )
 from fedeval.data import Federation
-from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.mechanism_for import client_clip
+from fedeval.privacy.models import PrivacyModel
 from fedeval.randomness import RNGLike, as_generator
+from fedeval.sketches.class_histograms import OneVsRestSketch
+from fedeval.sketches.grid import UniformGrid
+from fedeval.sketches.tree import Tree
 from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = [
@@ -60,95 +64,12 @@ __all__ = [
     "MulticlassBinningCalibrator",
     "Weighting",
     "bbq_table",
-    "bin_index",
     "fit_multiclass_binning",
     "histogram_table",
-    "multiclass_histograms",
 ]
 
 Weighting = Literal["none", "all", "changed"]
 _WEIGHTINGS = ("none", "all", "changed")
-
-
-def bin_index(probs: NDArray[np.float64], n_bins: int) -> NDArray[np.int64]:
-    """Fixed-width bin of every confidence: B_m = [(m−1)/M, m/M), the last bin closed.
-
-    Parameters
-    ----------
-    probs : ndarray, any shape, values in [0, 1]
-    n_bins : int
-
-    Returns
-    -------
-    ndarray of int64, same shape, values in 0..n_bins-1
-    """
-    idx = np.floor(probs * n_bins).astype(np.int64)
-    return np.clip(idx, 0, n_bins - 1)
-
-
-def multiclass_histograms(
-    probs: NDArray[np.float64],
-    labels: NDArray[np.int64],
-    n_bins: int,
-    weights_pos: NDArray[np.float64] | None = None,
-    weights_neg: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The 2c one-vs-all histograms (P_j, N_j) of a set of examples.
-
-    Parameters
-    ----------
-    probs : ndarray, shape (n, c)
-    labels : ndarray of int64, shape (n,)
-    n_bins : int
-    weights_pos, weights_neg : ndarray, shape (n, c), optional
-        Per-(example, class) weights; clipping multiplies every count of a
-        client's class-j histogram by that histogram's scale factor.
-
-    Returns
-    -------
-    (P, N) : two ndarrays of float64, shape (c, n_bins)
-        ``P[j, m]`` = Σ_i 1{y_i = j, p_ij ∈ B_m}, ``N[j, m]`` = Σ_i 1{y_i ≠ j, p_ij ∈ B_m}.
-
-    References
-    ----------
-    .. [1] Multiclass paper, Algorithm 1 and Appendix B.3.
-    """
-    c = probs.shape[1]
-    key = bin_index(probs, n_bins) + np.arange(c, dtype=np.int64)[None, :] * n_bins
-    positive = labels[:, None] == np.arange(c)[None, :]
-    wp = positive.astype(np.float64) if weights_pos is None else weights_pos * positive
-    wn = (~positive).astype(np.float64) if weights_neg is None else weights_neg * ~positive
-    size = c * n_bins
-    pos = np.bincount(key.ravel(), weights=wp.ravel(), minlength=size)
-    neg = np.bincount(key.ravel(), weights=wn.ravel(), minlength=size)
-    return (
-        np.asarray(pos, dtype=np.float64).reshape(c, n_bins),
-        np.asarray(neg, dtype=np.float64).reshape(c, n_bins),
-    )
-
-
-def _client_clip_factors(
-    fed: Federation, probs: NDArray[np.float64], n_bins: int, clip_pos: float, clip_neg: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-(client, class) factors min(1, C/‖h‖₂) clipping each client histogram.
-
-    Computed sparsely from (client, class, bin) counts, so the cost is that of
-    sorting n·c keys, never n_clients × c × n_bins.
-    """
-    c = probs.shape[1]
-    client = fed.client_index
-    group = client[:, None] * c + np.arange(c)[None, :]  # (client, class) id
-    key = group * n_bins + bin_index(probs, n_bins)
-    positive = fed.labels[:, None] == np.arange(c)[None, :]
-    factors = []
-    for mask, clip in ((positive, clip_pos), (~positive, clip_neg)):
-        uniq, counts = np.unique(key[mask], return_counts=True)
-        sq = np.bincount(
-            uniq // n_bins, weights=counts.astype(np.float64) ** 2, minlength=fed.n_clients * c
-        )
-        norms = np.sqrt(sq).reshape(fed.n_clients, c)
-        factors.append(np.minimum(1.0, clip / np.maximum(norms, 1.0)))
-    return factors[0], factors[1]
 
 
 @dataclass(frozen=True)
@@ -178,56 +99,39 @@ class BinningHistograms:
 def _aggregate_histograms(
     fed: Federation,
     probs: NDArray[np.float64],
-    privacy: SecureAggregation | UserLevelDP,
+    privacy: PrivacyModel,
     *,
     n_bins: int,
     rounds: int,
     sampling_rate: float,
-    noise_multiplier: float,
     gen: np.random.Generator,
-) -> BinningHistograms:
+    ledger: BudgetLedger | None,
+) -> tuple[BinningHistograms, Rounds]:
+    """T rounds of Algorithm 1: the summed (clipped, noisy) histograms of the sampled clients."""
     c = fed.n_classes
-    if isinstance(privacy, UserLevelDP):
-        clip = privacy.clip
-        c_pos, c_neg = clip if isinstance(clip, tuple) else (clip, clip)
-        f_pos, f_neg = _client_clip_factors(fed, probs, n_bins, c_pos, c_neg)
-        client = fed.client_index
-        w_pos: NDArray[np.float64] | None = f_pos[client]
-        w_neg: NDArray[np.float64] | None = f_neg[client]
-        # After dividing P_j by C+ and N_j by C−, a client's 2c histograms have
-        # joint L2 norm ≤ sqrt(2c): one Gaussian mechanism with multiplier z.
-        scale = noise_multiplier * math.sqrt(2 * c)
-        sd_pos, sd_neg = scale * c_pos, scale * c_neg
-    else:
-        w_pos = w_neg = None
-        sd_pos = sd_neg = 0.0
+    clip = client_clip(privacy)
+    pair = None if clip is None else (clip if isinstance(clip, tuple) else (clip, clip))
+    sketch = OneVsRestSketch(c, n_bins, pair)
+    source = replace(fed, scores=probs)
+    schedule = Rounds(
+        source, sketch, privacy, rounds=rounds, sampling_rate=sampling_rate, rng=gen, ledger=ledger
+    )
     total_pos = np.zeros((c, n_bins))
     total_neg = np.zeros((c, n_bins))
-    participations = 0
-    offsets = fed.offsets
     for _ in range(rounds):
-        chosen = poisson_sample(fed.n_clients, sampling_rate, gen)
-        participations += int(chosen.size)
-        if chosen.size:
-            if chosen.size == fed.n_clients:
-                rows: slice | NDArray[np.int64] = slice(None)
-            else:
-                sizes = offsets[chosen + 1] - offsets[chosen]
-                starts = np.repeat(offsets[chosen] - np.cumsum(sizes) + sizes, sizes)
-                rows = starts + np.arange(int(sizes.sum()))
-            pos, neg = multiclass_histograms(
-                probs[rows],
-                fed.labels[rows],
-                n_bins,
-                None if w_pos is None else w_pos[rows],
-                None if w_neg is None else w_neg[rows],
-            )
-            total_pos += pos
-            total_neg += neg
-        if sd_pos > 0:
-            total_pos += gen.normal(0.0, sd_pos, size=(c, n_bins))
-            total_neg += gen.normal(0.0, sd_neg, size=(c, n_bins))
-    return BinningHistograms(total_pos, total_neg, sd_pos, sd_neg, rounds, participations)
+        pos, neg = schedule.release(sketch).decode()
+        total_pos += pos
+        total_neg += neg
+    std = procedure_record(schedule, "").get("noise_std", {})
+    hist = BinningHistograms(
+        total_pos,
+        total_neg,
+        float(std.get("positive histograms", 0.0)),
+        float(std.get("negative histograms", 0.0)),
+        rounds,
+        schedule.participations,
+    )
+    return hist, schedule
 
 
 def histogram_table(
@@ -298,11 +202,12 @@ def bbq_table(
     n = np.maximum(negative, 0.0)
     log_scores = np.empty((c, levels))
     values = np.empty((levels, c, n_fine))
+    tree = Tree(2, levels)
     for ell in range(1, levels + 1):
         b = 2**ell
         width = n_fine // b
-        m_b = p.reshape(c, b, width).sum(axis=2)
-        n_b = n.reshape(c, b, width).sum(axis=2)
+        m_b = tree.level_sums(p, ell)
+        n_b = tree.level_sums(n, ell)
         tot = m_b + n_b
         mid = (np.arange(b) + 0.5) / b
         a = prior_strength / b * mid[None, :]
@@ -341,13 +246,13 @@ class MulticlassBinningCalibrator(MulticlassCalibrator):
     method : {"binning", "bbq"}
     scheme_weights : ndarray, shape (c, M), optional
         FedBBQ only: BBQ weight of each of the M merged binnings.
-    n_classes, input_kind, privacy
-        See :class:`~fedeval.calibration.user_dp.MulticlassCalibrator`.
+    n_classes, input_kind, receipt, procedure
+        See :class:`~fedeval.calibration.multiclass.MulticlassCalibrator`.
 
     Notes
     -----
     Privacy: the calibrator holds only post-processed aggregates (the released
-    histograms), so using or publishing it costs nothing beyond ``privacy``.
+    histograms), so using or publishing it costs nothing beyond its ``receipt``.
 
     References
     ----------
@@ -386,7 +291,7 @@ class MulticlassBinningCalibrator(MulticlassCalibrator):
         """
         p = self._probabilities(scores)
         n_bins = self.table.shape[1]
-        idx = bin_index(p, n_bins)
+        idx = UniformGrid(n_bins).bin_index(p.ravel()).reshape(p.shape)
         g = np.take_along_axis(self.table, idx.T, axis=1).T
         if self.weighting == "none":
             return _normalise(g, p)
@@ -406,7 +311,7 @@ def _normalise(g: NDArray[np.float64], fallback: NDArray[np.float64]) -> NDArray
 
 def fit_multiclass_binning(
     fed: Federation,
-    privacy: SecureAggregation | UserLevelDP,
+    privacy: PrivacyModel,
     *,
     method: Literal["binning", "bbq"] = "bbq",
     rounds: int = 1,
@@ -416,6 +321,7 @@ def fit_multiclass_binning(
     levels: int = 7,
     prior_strength: float = 2.0,
     rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
 ) -> MulticlassBinningCalibrator:
     """Run Algorithm 1 (FedBin or FedBBQ) over T rounds and return the calibrator.
 
@@ -441,6 +347,8 @@ def fit_multiclass_binning(
     prior_strength : float
         BBQ's N' > 0 (paper: 2).
     rng : int, Generator or None
+    ledger : BudgetLedger, optional
+        Charged for all rounds, once, before the first round.
 
     Returns
     -------
@@ -474,14 +382,16 @@ def fit_multiclass_binning(
       before decoding (post-processing).
 
     Privacy: user-level (ε, δ)-DP under UserLevelDP; with SecureAggregation
-    the server learns the exact summed histograms (no DP). The spent budget is
-    recorded in the calibrator's ``privacy``.
+    the server learns the exact summed histograms (no DP). The whole procedure
+    is charged once, before the first round (:class:`fedeval.aggregation.Rounds`);
+    the calibrator carries its ``receipt`` (guarantee, ledger entry) and the
+    facts of the rounds in ``procedure``.
 
     References
     ----------
     .. [1] Multiclass paper, Algorithm 1, §4.1, §4.3, Appendices B.1, B.3–B.5.
     """
-    priv, t, p_rate = check_procedure(fed, privacy, rounds, sampling_rate)
+    t, p_rate = check_procedure(fed, rounds, sampling_rate)
     if method not in ("binning", "bbq"):
         raise ValueError(f"method must be 'binning' or 'bbq', got {method!r}")
     if weighting not in _WEIGHTINGS:
@@ -496,17 +406,16 @@ def fit_multiclass_binning(
     prior = check_positive(prior_strength, name="prior_strength")
     gen = as_generator(rng)
 
-    plan = plan_noise(priv, rounds=t, sampling_rate=p_rate)
     probs = to_probabilities(fed.scores, fed.kind)
-    hist = _aggregate_histograms(
+    hist, schedule = _aggregate_histograms(
         fed,
         probs,
-        priv,
+        privacy,
         n_bins=bins,
         rounds=t,
         sampling_rate=p_rate,
-        noise_multiplier=plan.noise_multiplier,
         gen=gen,
+        ledger=ledger,
     )
     if method == "bbq":
         table, scheme_w = bbq_table(hist.positive, hist.negative, prior_strength=prior)
@@ -515,20 +424,12 @@ def fit_multiclass_binning(
 
     c = fed.n_classes
     n_tilde = np.maximum(hist.positive.sum(axis=1), 0.0)
-    if plan.is_private:
+    if schedule.private:
         noise_mass = math.sqrt(2.0 / math.pi) * hist.noise_std_positive * math.sqrt(t) * bins
         alpha = np.minimum(n_tilde / noise_mass, 1.0)
     else:
         n_class = np.bincount(fed.labels, minlength=c).astype(np.float64)
         alpha = np.where(n_class > 0, np.minimum(n_tilde / np.maximum(n_class, 1.0), 1.0), 0.0)
-
-    release = f"2c = {2 * c} one-vs-all histograms of {bins} bins"
-    noise_std = None
-    if isinstance(priv, UserLevelDP):
-        release += " (positive clipped to C+, negative to C− in L2, per client and class)"
-        noise_std = {"positive": hist.noise_std_positive, "negative": hist.noise_std_negative}
-    record = privacy_record(priv, plan, release=release, noise_std=noise_std)
-    record["participations"] = hist.participations
     return MulticlassBinningCalibrator(
         table,
         np.asarray(alpha, dtype=np.float64),
@@ -537,5 +438,6 @@ def fit_multiclass_binning(
         scheme_w,
         n_classes=c,
         input_kind=fed.kind,
-        privacy=record,
+        receipt=schedule.mechanism.receipt.as_dict(),
+        procedure=procedure_record(schedule, f"2c = {2 * c} one-vs-rest histograms of {bins} bins"),
     )

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from fedeval.validation import check_int_at_least, check_positive
 
-__all__ = ["check_grid", "equal_width_grid", "geometric_grid", "tree_height"]
+__all__ = ["check_grid", "equal_width_grid", "geometric_grid"]
 
 
 def check_grid(grid: Any, *, name: str = "grid") -> NDArray[np.float64]:
@@ -64,18 +64,6 @@ def check_grid(grid: Any, *, name: str = "grid") -> NDArray[np.float64]:
             f"{name}[{bad + 1}] = {arr[bad + 1]!r}"
         )
     return arr
-
-
-def tree_height(n_points: int) -> int:
-    """L = ceil(log2 N), the height of the dyadic tree over N grid points (§3.1).
-
-    Raises
-    ------
-    ValueError
-        If N < 2.
-    """
-    n = check_int_at_least(n_points, 2, name="n_points")
-    return (n - 1).bit_length()
 
 
 def equal_width_grid(

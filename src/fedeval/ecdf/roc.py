@@ -1,17 +1,18 @@
-"""DP ROC curves from two private ECDFs (Barczewski et al. 2025, §5.1).
+"""DP ROC curves from two private class-conditional prefix-count releases (Barczewski et al. 2025, §5.1).
 
-With Φ_c(t) = #{examples of class c with score ≤ t} (the paper's F_{ϕ_TP} and
-F_{ϕ_FP} up to the factor n), the rates at threshold t are ratios of ECDF
-values: in fedeval's (scikit-learn's) convention "higher score = positive",
+With c_k(t) = #{examples of class k with score < t} and n_k the class size, the
+rates of the rule "score ≥ t" (fedeval's and scikit-learn's convention) are
 
-    TPR(t) = 1 - Φ_1(t)/Φ_1(τ_N),    FPR(t) = 1 - Φ_0(t)/Φ_0(τ_N).
+    TPR(t) = 1 - c_1(t)/n_1,    FPR(t) = 1 - c_0(t)/n_0.
 
-(The paper predicts positive for *low* scores; the formulas mirror.) Both
-prefix-count vectors are released with tree noise at ε/2 each, so the curve is
-ε-DP by basic composition (one example can change its class, moving both). The
-denominators are the released counts at τ_N, which is post-processing; so is
-the optional monotone smoothing of both ECDFs (eq. 3), which makes the curve
-monotone and keeps it inside the unit square.
+(The paper predicts positive for *low* scores; the formulas mirror.) Each class's
+counts "strictly below" the grid points τ_1..τ_{N-1}, and below every score
+(the class total), are one release of a
+:class:`~fedeval.sketches.prefix_tree.PrefixTreeSketch` with half the budget;
+the two are charged together and compose to the full budget. The class totals
+are released counts (post-processing), and so is the optional monotone
+smoothing of both (eq. 3), which makes the curve monotone and keeps it inside
+the unit square.
 
 References
 ----------
@@ -30,32 +31,39 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from fedeval.aggregation import Path, release, reserve
 from fedeval.ecdf.grid import check_grid
-from fedeval.ecdf.release import PrivateECDF, _check_values, private_ecdf
-from fedeval.ecdf.tree import NoiseKind
+from fedeval.ecdf.release import PrivateECDF, check_values, ecdf_model, values_federation
 from fedeval.privacy.guarantee import Guarantee
-from fedeval.privacy.ledger import BudgetLedger, LedgerEntry
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.receipt import Receipt, compose
 from fedeval.randomness import RNGLike, as_generator
-from fedeval.validation import check_binary_labels, check_epsilon
+from fedeval.sketches.prefix_tree import PrefixTreeSketch
+from fedeval.validation import check_binary_labels
 
 __all__ = ["DPROCCurve", "dp_roc_curve", "roc_l1_distance"]
 
 
 @dataclass(frozen=True)
 class DPROCCurve:
-    """A differentially private ROC curve.
+    """A differentially private ROC curve in scikit-learn's layout.
 
     Attributes
     ----------
-    fpr, tpr : ndarray, shape (B + 1,)
-        Rates at decreasing thresholds; the first point is at τ_N (0, 0) and
-        the last at threshold -inf (1, 1). Monotone only if smoothed.
-    thresholds : ndarray, shape (B + 1,)
-        Predict positive when score > threshold.
+    fpr, tpr : ndarray, shape (N + 1,)
+        Rates at decreasing thresholds; the first point (threshold ``inf``) is
+        (0, 0) and the last (the lowest grid point) (1, 1). Monotone only if
+        smoothed.
+    thresholds : ndarray, shape (N + 1,)
+        Predict positive when score >= threshold: ``inf``, then the grid from
+        the top down.
     ecdf_negatives, ecdf_positives : PrivateECDF
-        The two (possibly smoothed) releases the curve is computed from.
-    epsilon : float
-    guarantee : Guarantee
+        The two (possibly smoothed) class releases the curve is computed from
+        (counts strictly below τ_1..τ_{N-1} and, at the last point ``inf``, the class
+        total).
+    receipt : Receipt
+        The two releases, composed.
     post_processing : tuple of str
     """
 
@@ -64,21 +72,25 @@ class DPROCCurve:
     thresholds: NDArray[np.float64]
     ecdf_negatives: PrivateECDF
     ecdf_positives: PrivateECDF
-    epsilon: float
-    guarantee: Guarantee
+    receipt: Receipt
     post_processing: tuple[str, ...]
 
-    def auc(self) -> float:
-        """Trapezoidal area under the released curve (post-processing)."""
-        return float(np.trapezoid(self.tpr, self.fpr))
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.receipt.guarantee
+
+    @property
+    def epsilon(self) -> float:
+        return self.guarantee.epsilon
 
 
 def _rates(ecdf: PrivateECDF, name: str) -> NDArray[np.float64]:
+    """1 − count/total at every released point (total = the released class total)."""
     top = float(ecdf.counts[-1])
     if top < 1.0:
         warnings.warn(
-            f"the released count of {name} at the last grid point is {top:.3g} < 1; "
-            "using 1 as the denominator (degenerate: almost no examples of this class)",
+            f"the released total of {name} is {top:.3g} < 1; using 1 as the denominator "
+            "(degenerate: almost no examples of this class)",
             RuntimeWarning,
             stacklevel=3,
         )
@@ -90,14 +102,15 @@ def dp_roc_curve(
     scores: ArrayLike,
     labels: ArrayLike,
     grid: ArrayLike,
+    privacy: PrivacyModel | None = None,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
     rng: RNGLike = None,
     smoothing: Literal[1, 2] | None = 2,
-    noise: NoiseKind = "laplace",
+    path: Path = "fast",
     ledger: BudgetLedger | None = None,
 ) -> DPROCCurve:
-    """ε-DP ROC curve from the private ECDFs of both classes' scores (§5.1).
+    """DP ROC curve from the private class-conditional counts of both classes (§5.1).
 
     Parameters
     ----------
@@ -106,16 +119,19 @@ def dp_roc_curve(
     labels : array_like, shape (n,)
         0/1 labels.
     grid : array_like, shape (N,)
-        Public thresholds, strictly increasing, N ≥ 2, covering the score domain.
-    epsilon : float
-        Total ε > 0; each class's ECDF gets ε/2.
+        Public thresholds, strictly increasing, N ≥ 2; the first should be the
+        lowest possible score (every example is predicted positive there).
+    privacy : privacy model, optional
+        Each class's release gets half of its budget (``privacy.scaled(0.5)``).
+    epsilon : float, optional
+        Sugar for ``DistributedDP(epsilon, neighbouring="replace")``.
     rng : int, Generator or None
     smoothing : {1, 2} or None, default 2
-        Monotone smoothing norm (eq. 3) applied to both ECDFs, or None for the
-        raw curve (which may cross itself).
-    noise : {"laplace", "discrete"}
+        Monotone smoothing norm (eq. 3) applied to both class releases, or None
+        for the raw curve (which may cross itself).
+    path : {"fast", "faithful"}
     ledger : BudgetLedger, optional
-        Charged ε/2 twice, atomically.
+        Charged for both releases, atomically, before any noise is drawn.
 
     Returns
     -------
@@ -124,57 +140,55 @@ def dp_roc_curve(
     Raises
     ------
     ValueError, TypeError
-        Bad scores, labels (non-binary, length mismatch), grid, or ε ≤ 0.
+        Bad scores, labels (non-binary, length mismatch), grid, or privacy arguments.
 
     Notes
     -----
-    Privacy: ε-DP per example (replacement neighbouring): two tree releases
-    at ε/2 (Theorem 1) composed sequentially; rates, smoothing and AUC are
-    post-processing.
+    Privacy: two releases at half the budget each (Theorem 1 per class: one
+    replaced example changes each class's counts on an interval or a suffix),
+    composed sequentially; rates, smoothing and AUC are post-processing.
 
     References
     ----------
     .. [1] Barczewski, Mawass & Ramon (2025), §5.1 and Figure 5.
     """
-    s = _check_values(scores)
+    s = check_values(scores)
     y = check_binary_labels(labels)
     if y.size != s.size:
         raise ValueError(f"scores and labels differ in length: {s.size} vs {y.size}")
     g = check_grid(grid)
-    eps = check_epsilon(epsilon)
+    model = ecdf_model(privacy, epsilon, "replace")
     gen = as_generator(rng)
-    half = eps / 2.0
-    # Examples of the other class are placed above the grid: they count at no
-    # grid point, and the public normaliser stays n.
-    above = float(g[-1]) + max(1.0, abs(float(g[-1])))
-    if ledger is not None:
-        ledger.charge_all(
-            [
-                LedgerEntry(f"DP ROC: private ECDF of class {c} scores", half, 0.0, "example")
-                for c in (0, 1)
-            ]
-        )
+    # Counts strictly below τ_1..τ_{N-1}, and below +inf: the class total, which counts
+    # every example of the class, also those scoring above τ_{N-1} (a finite last point
+    # would drop them from the curve).
+    points = np.append(g[1:], np.inf)
+    sketches = [PrefixTreeSketch(points, "below", cls=c) for c in (0, 1)]
+    fed = values_federation(s, g, labels=y.astype(np.int64))
+    half = model.scaled(0.5)
+    tickets = reserve(ledger, [(half, sk) for sk in sketches], n_clients=fed.n_clients)
     ecdfs: list[PrivateECDF] = []
-    for c in (0, 1):
-        rel = private_ecdf(np.where(y == c, s, above), g, epsilon=half, rng=gen, noise=noise)
+    receipts: list[Receipt] = []
+    for sk, ticket in zip(sketches, tickets, strict=True):
+        rel: PrivateECDF = release(fed, sk, reservation=ticket, path=path, rng=gen).decode()
+        receipts.append(rel.receipt)
         if smoothing is not None:
             rel = rel.smoothed(smoothing)
         ecdfs.append(rel)
     neg, pos = ecdfs
     fpr = np.concatenate([_rates(neg, "negatives")[::-1], [1.0]])
     tpr = np.concatenate([_rates(pos, "positives")[::-1], [1.0]])
-    thresholds = np.concatenate([neg.grid[::-1], [-np.inf]])
-    guarantee = Guarantee(
-        epsilon=eps,
-        delta=0.0,
-        unit="example",
-        statement=(
-            "two tree-mechanism ECDF releases (Barczewski et al. 2025, Theorem 1) of the "
-            f"negatives' and positives' scores at ε/2 = {half:.4g} each, composed sequentially"
-        ),
+    thresholds = np.concatenate([[np.inf], g[::-1]])
+    steps = ("rates = 1 - count/released class total", *pos.post_processing)
+    return DPROCCurve(
+        fpr,
+        tpr,
+        thresholds,
+        neg,
+        pos,
+        compose(receipts, "DP ROC curve (one release per class)"),
+        steps,
     )
-    steps = ("rates = 1 - count/count at the last grid point", *pos.post_processing)
-    return DPROCCurve(fpr, tpr, thresholds, neg, pos, eps, guarantee, steps)
 
 
 def roc_l1_distance(

@@ -21,7 +21,8 @@ Noise. Each server's node shares are Pólya shares calibrated so that any
 m - 1 of them already sum to (at least) discrete Laplace noise of scale
 (L + 1)/ε: the published sum is ε-DP against the analyst, and a single curious
 server, who can subtract its own share, still faces full noise from the
-others.
+others. The protocol itself is :mod:`fedeval.aggregation.secret_sharing`; this
+module is its ECDF front end.
 
 Cost, and the paper's function secret sharing (FSS)
 ---------------------------------------------------
@@ -52,27 +53,23 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from fedeval.aggregation.secret_sharing import SharedSum, shared_sum
 from fedeval.data import Federation
+from fedeval.ecdf.federated import query_positions
 from fedeval.ecdf.grid import check_grid
-from fedeval.ecdf.release import PrivateECDF, prefix_counts
-from fedeval.ecdf.tree import TreeMechanism, path_sums
-from fedeval.privacy.guarantee import Guarantee
+from fedeval.ecdf.release import PrivateECDF, ecdf_model, public_total
+from fedeval.privacy.guarantee import Neighbouring
 from fedeval.privacy.ledger import BudgetLedger
-from fedeval.privacy.mechanisms.polya import PolyaShares
-from fedeval.randomness import RNGLike, as_generator
+from fedeval.privacy.models import PrivacyModel
+from fedeval.randomness import RNGLike
+from fedeval.sketches.prefix_tree import PrefixTreeSketch
 
-__all__ = [
-    "MultiServerECDF",
-    "ServerState",
-    "multi_server_ecdf",
-    "reconstruct",
-    "share_vector",
-]
+__all__ = ["MultiServerECDF", "multi_server_ecdf"]
 
 
 def _check_servers(n_servers: object) -> int:
@@ -86,57 +83,6 @@ def _check_servers(n_servers: object) -> int:
     return int(n_servers)
 
 
-def share_vector(vector: ArrayLike, n_servers: int, rng: RNGLike = None) -> NDArray[np.uint64]:
-    """Split an integer vector into ``n_servers`` additive shares modulo 2^64.
-
-    Parameters
-    ----------
-    vector : array_like of int, shape (N,)
-        Non-negative integers below 2^63 (counts).
-    n_servers : int
-        m ≥ 2.
-    rng : int, Generator or None
-        Use :func:`fedeval.randomness.secure_generator` in deployment: numpy's
-        PCG64 is not a cryptographic generator.
-
-    Returns
-    -------
-    ndarray of uint64, shape (m, N)
-        Rows 0..m-2 are uniform; row m-1 makes the columns sum to ``vector``
-        modulo 2^64.
-
-    Raises
-    ------
-    ValueError, TypeError
-        If m < 2 or the vector is not non-negative integers.
-    """
-    m = _check_servers(n_servers)
-    v = np.asarray(vector)
-    if v.dtype.kind not in "iu" or v.ndim != 1 or (v.size and v.min() < 0):
-        raise ValueError("vector must be a 1-D array of non-negative integers")
-    gen = as_generator(rng)
-    shares = np.empty((m, v.size), dtype=np.uint64)
-    shares[:-1] = gen.integers(0, 2**64, size=(m - 1, v.size), dtype=np.uint64, endpoint=False)
-    # uint64 arithmetic wraps modulo 2^64, which is exactly the group we share in.
-    shares[-1] = v.astype(np.uint64) - shares[:-1].sum(axis=0, dtype=np.uint64)
-    return shares
-
-
-def reconstruct(shares: ArrayLike) -> NDArray[np.int64]:
-    """Sum shares modulo 2^64 and read the result as signed 64-bit integers."""
-    s = np.asarray(shares, dtype=np.uint64)
-    return s.sum(axis=0, dtype=np.uint64).view(np.int64)
-
-
-@dataclass(frozen=True)
-class ServerState:
-    """What server j holds after the upload: the sum of its shares and its noise seed."""
-
-    index: int
-    accumulated: NDArray[np.uint64] = field(repr=False)
-    noise_seed: int = field(repr=False)
-
-
 @dataclass(frozen=True)
 class MultiServerECDF:
     """m non-colluding servers answering ECDF queries without the clients.
@@ -145,86 +91,48 @@ class MultiServerECDF:
 
     Attributes
     ----------
-    grid : ndarray, shape (N,)
-    servers : tuple of ServerState
-    n_examples : int
-        Public n (replacement neighbouring).
-    mechanism : TreeMechanism
-        Discrete-Laplace tree noise, Theorem 1 scale.
+    shared : SharedSum
+        The servers' accumulated shares and noise seeds.
+    sketch : PrefixTreeSketch
+        The uploaded prefix counts (all grid points).
     """
 
-    grid: NDArray[np.float64]
-    servers: tuple[ServerState, ...]
-    n_examples: int
-    n_clients: int
-    mechanism: TreeMechanism
+    shared: SharedSum
+    sketch: PrefixTreeSketch
+
+    @property
+    def grid(self) -> np.ndarray:
+        return self.sketch.points
 
     @property
     def n_servers(self) -> int:
-        return len(self.servers)
-
-    def _node_shares(self) -> PolyaShares:
-        m = self.n_servers
-        node_eps = self.mechanism.epsilon / self.mechanism.nodes_touched
-        return PolyaShares.for_dropouts(node_eps, m, m - 1)
-
-    def server_answer(self, j: int, positions: NDArray[np.int64]) -> NDArray[np.uint64]:
-        """Server j's published words: share sums plus its noise shares (mod 2^64)."""
-        server = self.servers[j]
-        gen = np.random.default_rng(server.noise_seed)
-        nodes = self._node_shares().sample_share(self.mechanism.n_nodes, gen)
-        noise = np.asarray(path_sums(nodes, positions, self.grid.size), dtype=np.int64)
-        return server.accumulated[positions] + noise.view(np.uint64)
+        return self.shared.n_servers
 
     def query(self, points: ArrayLike | None = None) -> PrivateECDF:
         """Evaluate F̂ at grid positions ``points`` (default all) using the servers only.
 
         Notes
         -----
-        Privacy: all queries share one tree noise, so together they are a
-        single ε-DP release (charged at setup); no client participates.
+        Privacy: all queries share one noise, so together they are a single
+        release (charged at setup); no client participates.
         """
-        n_points = self.grid.size
-        if points is None:
-            pos = np.arange(n_points, dtype=np.int64)
-        else:
-            raw = np.asarray(points)
-            if raw.dtype.kind not in "iu":
-                raise TypeError(f"points must be integer grid positions, got dtype {raw.dtype}")
-            pos = np.unique(raw.astype(np.int64))
-            if pos.size == 0 or pos[0] < 0 or pos[-1] >= n_points:
-                raise ValueError(f"points must be non-empty positions in [0, {n_points - 1}]")
-        answers = np.stack([self.server_answer(j, pos) for j in range(self.n_servers)])
-        counts = reconstruct(answers).astype(np.float64)
-        return PrivateECDF(
-            grid=self.grid[pos],
-            counts=counts,
-            total=float(self.n_examples),
-            indices=pos,
-            n_tree_points=n_points,
-            epsilon=self.mechanism.epsilon,
-            noise_scale=self.mechanism.noise_scale,
-            count_variance=(self.mechanism.height + 1) * float(self._node_shares().variance),
-            guarantee=self.guarantee(),
-        )
-
-    def guarantee(self) -> Guarantee:
-        """ε-DP against the analyst, and against any single server (see module notes)."""
-        base = self.mechanism.guarantee("example")
-        return Guarantee(
-            epsilon=base.epsilon,
-            delta=0.0,
-            unit="example",
-            statement=(
-                f"{base.statement}; noise assembled from {self.n_servers} server shares, any "
-                f"{self.n_servers - 1} of which reach the full scale; data additively shared "
-                "modulo 2^64 (no coalition of fewer than all servers learns anything)"
-            ),
+        pos = query_positions(points, self.sketch.points.size)
+        if self.sketch.total is not None:
+            out: PrivateECDF = self.shared.query(pos, self.sketch.at(pos)).decode()
+            return out
+        # No public total: the normaliser is the released count at the last grid point,
+        # so that point is always answered too (the same noise as any other query).
+        last = self.sketch.points.size - 1
+        ask = np.union1d(pos, [last]).astype(np.int64)
+        full: PrivateECDF = self.shared.query(ask, self.sketch.at(ask)).decode()
+        keep = np.searchsorted(ask, pos)
+        return replace(
+            full, grid=full.grid[keep], counts=full.counts[keep], indices=full.indices[keep]
         )
 
     def cost(self, n_points_queried: int) -> dict[str, int]:
         """Words (64-bit) communicated: one-off upload and one query over B points."""
-        n, m, big_n = self.n_clients, self.n_servers, self.grid.size
+        n, m, big_n = self.shared.n_clients, self.n_servers, self.sketch.points.size
         return {
             "upload_words_per_client": m * big_n,
             "upload_words_total": n * m * big_n,
@@ -237,13 +145,15 @@ class MultiServerECDF:
 def multi_server_ecdf(
     fed: Federation,
     grid: ArrayLike,
+    privacy: PrivacyModel | None = None,
     *,
+    epsilon: float | None = None,
+    neighbouring: Neighbouring = "replace",
     n_servers: int = 2,
-    epsilon: float,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
 ) -> MultiServerECDF:
-    """Clients secret-share their prefix-indicator vectors once; servers then answer queries (§4.2).
+    """Clients secret-share their prefix-count vectors once; servers then answer queries (§4.2).
 
     Parameters
     ----------
@@ -251,15 +161,20 @@ def multi_server_ecdf(
         The ECDF is of ``fed.scores``.
     grid : array_like, shape (N,)
         Public strictly increasing grid, N ≥ 2.
+    privacy : privacy model, optional
+        E.g. ``DistributedDP(1.0, neighbouring="replace")``; its noise is split
+        among the servers.
+    epsilon : float, optional
+        Sugar for ``DistributedDP(epsilon, neighbouring=neighbouring)``.
+    neighbouring : {"replace", "add_remove"}
+        Only with ``epsilon``.
     n_servers : int, default 2
         m ≥ 2 servers trusted not to collude all together.
-    epsilon : float
-        ε > 0 for the whole function and all later queries.
     rng : int, Generator or None
         Random source for the shares and the servers' noise seeds (use a CSPRNG
         generator in deployment).
     ledger : BudgetLedger, optional
-        Charged ε once, here.
+        Charged once, here.
 
     Returns
     -------
@@ -268,13 +183,14 @@ def multi_server_ecdf(
     Raises
     ------
     ValueError, TypeError
-        Bad grid, ε ≤ 0, fewer than 2 servers, or multiclass data.
+        Bad grid, inconsistent privacy arguments, fewer than 2 servers, or
+        multiclass data.
 
     Notes
     -----
-    Privacy: ε-DP per example (Theorem 1, discrete-Laplace tree noise) for
-    everything the servers publish; shares are information-theoretically
-    hiding against any m - 1 servers.
+    Privacy: the model's guarantee per example for everything the servers
+    publish; shares are information-theoretically hiding against any m - 1
+    servers.
 
     References
     ----------
@@ -284,19 +200,8 @@ def multi_server_ecdf(
     g = check_grid(grid)
     if fed.scores.ndim != 1:
         raise ValueError("multi_server_ecdf needs one score per example (a binary-task federation)")
-    mech = TreeMechanism(epsilon, int(g.size), noise="discrete")
-    gen = as_generator(rng)
-    if ledger is not None:
-        ledger.charge(
-            "multi-server private ECDF (secret-shared prefix counts, tree noise)",
-            mech.epsilon,
-            unit="example",
-            details={"n_points": mech.n_points, "n_servers": m, "scale": mech.noise_scale},
-        )
-    acc = np.zeros((m, g.size), dtype=np.uint64)
-    for i, child in enumerate(gen.spawn(fed.n_clients)):
-        view = fed.client(i)
-        acc += share_vector(prefix_counts(view.scores, g), m, child)
-    seeds = gen.integers(0, 2**63 - 1, size=m)
-    servers = tuple(ServerState(j, acc[j].copy(), int(seeds[j])) for j in range(m))
-    return MultiServerECDF(g, servers, int(fed.n_examples), int(fed.n_clients), mech)
+    model = ecdf_model(privacy, epsilon, neighbouring)
+    total = public_total(model, fed.n_examples)
+    sketch = PrefixTreeSketch(g, "at_most", total=total)
+    shared = shared_sum(fed, sketch, model, n_servers=m, rng=rng, ledger=ledger)
+    return MultiServerECDF(shared, sketch)

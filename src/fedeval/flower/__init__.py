@@ -3,10 +3,15 @@
 Needs the optional extra: ``pip install 'fedeval[flower]'`` (flwr 1.41.* with its
 simulation extra). ``import fedeval`` never imports flwr; importing the apps does.
 
-* :mod:`fedeval.flower.protocol` — the plan, the faithful client encoder, range
-  checks, the SecAgg+ clipping range and the server's decoding (no flwr needed).
+* :mod:`fedeval.flower.plan` — the public parameters the server sends (no flwr needed).
+* :mod:`fedeval.flower.replies` — the client's reply (the pipeline's own client
+  functions) and the range of an honest reply.
+* :mod:`fedeval.flower.secagg` — the integer-exact SecAgg+ configuration.
+* :mod:`fedeval.flower.decode` — the server's decoding (the pipeline's own server steps).
 * :mod:`fedeval.flower.client_app` — ``app``, the ClientApp.
 * :mod:`fedeval.flower.server_app` — ``app``, the ServerApp.
+* :mod:`fedeval.flower.transport` — the server's Flower messages (selection, SecAgg+,
+  plaintext replies, byte metering).
 * :mod:`fedeval.flower.simulate` — :func:`simulate` and ``fedeval flower-sim``.
 """
 
@@ -14,14 +19,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedeval.flower.protocol import (
-    EvaluationPlan,
+from fedeval.flower.plan import EvaluationPlan
+from fedeval.flower.replies import (
     NotEnoughClientsError,
     ReplyOutOfRangeError,
     check_reply,
-    choose_clipping_range,
     encode_client,
 )
+from fedeval.flower.secagg import choose_clipping_range
 
 __all__ = [
     "EvaluationPlan",

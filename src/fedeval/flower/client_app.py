@@ -1,7 +1,7 @@
 """The fedeval Flower ClientApp.
 
 A client loads its own scores and labels from a local file, encodes them with
-fedeval's faithful client encoder (:func:`fedeval.flower.protocol.encode_client`)
+fedeval's faithful client encoder (:func:`fedeval.flower.replies.encode_client`)
 and replies with one integer vector:
 
 * ``query.describe`` (plaintext): load and validate the local data; reply with
@@ -46,7 +46,8 @@ from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
 from flwr.compat.common import recorddict_compat as compat
 from numpy.typing import NDArray
 
-from fedeval.flower.protocol import PLAN_KEY, EvaluationPlan, encode_client
+from fedeval.flower.plan import PLAN_KEY, EvaluationPlan
+from fedeval.flower.replies import encode_client
 
 __all__ = ["app", "client_label", "load_client_data", "make_client_app"]
 

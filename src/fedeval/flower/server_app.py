@@ -6,13 +6,13 @@ One run evaluates the federation under one or more privacy models:
    random) and ask each to load its data (``query.describe``). Clients that fail
    (missing file, wrong columns) are listed with the reason, which names the
    node; the run continues if at least ``min-clients`` remain and stops with
-   :class:`~fedeval.flower.protocol.NotEnoughClientsError` otherwise.
+   :class:`~fedeval.flower.replies.NotEnoughClientsError` otherwise.
 2. **Plan**: hierarchy height and branching, the privacy model, the number of
    shares and the reconstruction threshold (:class:`EvaluationPlan`).
 3. **Collect** the integer replies: SA and DistDP through SecAgg+ in its
    integer-exact configuration (odd ``num_shares``, ``num_examples = max_weight
    = 1``, ``quantization_range = 2 * clipping_range``, clipping range from
-   :func:`~fedeval.flower.protocol.choose_clipping_range`); LDP in plaintext,
+   :func:`~fedeval.flower.secagg.choose_clipping_range`); LDP in plaintext,
    every reply checked against the range of an honest encoding and rejected
    otherwise.
 4. **Decode** with fedeval's server code and write the same report as
@@ -35,47 +35,44 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
-from flwr.common import FitIns, Parameters, parameters_to_ndarrays
-from flwr.common.serde import recorddict_to_proto
-from flwr.server import LegacyContext, ServerConfig
-from flwr.server.compat.grid_client_proxy import GridClientProxy
-from flwr.server.strategy import Strategy
-from flwr.server.workflow import SecAggPlusWorkflow
-from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
-from flwr.server.workflow.constant import Key as WorkflowKey
+from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 from numpy.typing import NDArray
 
-from fedeval.flower.client_app import DESCRIBE, INFO_KEY, REPORT, VECTOR_KEY
-from fedeval.flower.protocol import (
-    PLAN_KEY,
-    EvaluationPlan,
-    NotEnoughClientsError,
-    ReplyOutOfRangeError,
-    ReplyRange,
+from fedeval.evaluation import Evaluation
+from fedeval.flower.decode import (
     RunFacts,
-    SecAggParameters,
     assign_levels,
     build_evaluation,
-    check_enough_clients,
-    check_reply,
-    choose_clipping_range,
     decode_ldp,
     decode_sum,
-    privacy_to_dict,
-    reply_range,
-    secagg_parameters,
 )
-from fedeval.privacy.models import privacy_model
+from fedeval.flower.plan import EvaluationPlan
+from fedeval.flower.replies import (
+    ReplyOutOfRangeError,
+    ReplyRange,
+    check_enough_clients,
+    check_reply,
+)
+from fedeval.flower.secagg import choose_clipping_range, secagg_parameters
+from fedeval.flower.transport import (
+    MeteredGrid,
+    describe_nodes,
+    plain_replies,
+    secure_sum,
+    wait_for_nodes,
+    who_from_reason,
+)
+from fedeval.privacy.models import PrivacyModel, model_to_dict, privacy_model
+from fedeval.privacy.sampling import sample_clients, uniform_seed
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
 __all__ = ["ServerSettings", "app", "make_server_app", "run_evaluations"]
 
@@ -177,14 +174,18 @@ class ServerSettings:
             node_wait=float(get("node-wait", 60.0)),
         )
 
-    def model_for(self, name: str) -> Any:
+    def model_for(self, name: str) -> PrivacyModel:
+        """The privacy model named ``name`` ("sa", "distdp", "ldp") with these settings."""
         kwargs: dict[str, Any] = {}
         if name == "distdp":
             kwargs = {"noise": self.noise, "unit": self.unit}
             if self.contribution_bound is not None:
                 kwargs["contribution_bound"] = self.contribution_bound
         return privacy_model(
-            name, epsilon=self.epsilon, delta=self.delta if name == "distdp" else None, **kwargs
+            name,
+            epsilon=None if name == "sa" else self.epsilon,  # SA takes no ε
+            delta=self.delta if name == "distdp" else None,
+            **kwargs,
         )
 
     def setting_name(self, name: str) -> str:
@@ -197,234 +198,312 @@ def _as_bool(v: Any) -> bool:
     return bool(v)
 
 
-# ------------------------------------------------------------------- metering
-def message_bytes(msg: Message) -> int:
-    """Serialized size of a message's content (what travels on the wire)."""
-    if not msg.has_content():
-        return 0
-    return int(recorddict_to_proto(msg.content).ByteSize())
+# ------------------------------------------------------- client selection
+@dataclass(frozen=True)
+class _Selection:
+    """The selected nodes, those an evaluation may use, and why the others may not.
+
+    Attributes
+    ----------
+    nodes : list of int
+        Every selected node.
+    labels : dict
+        Usable node -> its label (node and partition id).
+    failed, rejected : dict
+        Label -> reason, for the nodes that failed to describe their data or hold
+        more examples than the public bound.
+    max_examples : int
+        The public bound on one client's examples.
+    describe_seconds : float
+    """
+
+    nodes: list[int]
+    labels: dict[int, str]
+    failed: dict[str, str]
+    rejected: dict[str, str]
+    max_examples: int
+    describe_seconds: float
+
+    @property
+    def usable(self) -> list[int]:
+        return sorted(self.labels)
 
 
-class MeteredGrid:
-    """A Grid proxy that counts the bytes each node sends back (replies)."""
-
-    def __init__(self, grid: Grid) -> None:
-        self._grid = grid
-        self.sent_by_node: dict[int, int] = {}
-
-    def send_and_receive(
-        self, messages: Iterable[Message], *, timeout: float | None = None
-    ) -> Iterable[Message]:
-        replies = list(self._grid.send_and_receive(messages, timeout=timeout))
-        for r in replies:
-            nid = r.metadata.src_node_id
-            self.sent_by_node[nid] = self.sent_by_node.get(nid, 0) + message_bytes(r)
-        return replies
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._grid, name)
+def _choose(nodes: list[int], k: int, rng: np.random.Generator) -> list[int]:
+    """``k`` of ``nodes`` uniformly at random, without replacement."""
+    return [nodes[int(i)] for i in sample_clients(len(nodes), k, rng)]
 
 
-# -------------------------------------------------------------- SecAgg+ glue
-class _SumStrategy(Strategy):
-    """Legacy strategy that only sends the plan and keeps the secure sum."""
+def _select_clients(
+    grid: Grid, metered: MeteredGrid, settings: ServerSettings, rng: np.random.Generator
+) -> _Selection:
+    """Select the nodes, ask each to describe its data, drop those above the bound.
 
-    def __init__(self, grid: Grid, node_ids: list[int], config: dict[str, Any]) -> None:
-        self._grid = grid
-        self._node_ids = node_ids
-        self._config = config
-        self.mean: NDArray[np.float64] | None = None
-        self.used: list[str] = []
-        self.failures: list[str] = []
-
-    def initialize_parameters(self, client_manager: Any) -> Parameters | None:
-        return None
-
-    def configure_fit(
-        self, server_round: int, parameters: Parameters, client_manager: Any
-    ) -> list[tuple[Any, FitIns]]:
-        run_id = self._grid.run.run_id
-        empty = Parameters(tensors=[], tensor_type="numpy.ndarray")
-        return [
-            (GridClientProxy(nid, self._grid, run_id), FitIns(empty, dict(self._config)))
-            for nid in self._node_ids
-        ]
-
-    def aggregate_fit(
-        self, server_round: int, results: list[tuple[Any, Any]], failures: list[Any]
-    ) -> tuple[Parameters | None, dict[str, Any]]:
-        self.failures = [_failure_reason(f) for f in failures]
-        if results:
-            self.mean = parameters_to_ndarrays(results[0][1].parameters)[0]
-            self.used = [str(fitres.metrics.get("client", "?")) for _, fitres in results]
-        return None, {}
-
-    def configure_evaluate(self, server_round: int, parameters: Any, client_manager: Any) -> list:
-        return []
-
-    def aggregate_evaluate(
-        self, server_round: int, results: list, failures: list
-    ) -> tuple[float | None, dict[str, Any]]:
-        return None, {}
-
-    def evaluate(self, server_round: int, parameters: Any) -> None:
-        return None
+    Raises
+    ------
+    NotEnoughClientsError
+        Fewer than ``min-clients`` usable clients.
+    """
+    nodes = wait_for_nodes(grid, settings.num_clients, settings.node_wait)
+    if settings.clients_per_evaluation and settings.clients_per_evaluation < len(nodes):
+        nodes = _choose(nodes, settings.clients_per_evaluation, rng)
+    t0 = time.perf_counter()
+    labels, sizes, failed = describe_nodes(metered, nodes, settings.max_examples, settings.timeout)
+    describe_seconds = time.perf_counter() - t0
+    need = max(settings.min_clients, 1)
+    check_enough_clients(len(labels), need, stage="client selection")
+    max_examples = settings.max_examples or max(sizes.values())
+    rejected: dict[str, str] = {}
+    for nid, n in sizes.items():
+        if n > max_examples:
+            rejected[labels.pop(nid)] = (
+                f"holds more examples than max-examples-per-client = {max_examples}"
+            )
+    check_enough_clients(len(labels), need, stage="client selection")
+    return _Selection(nodes, labels, failed, rejected, max_examples, describe_seconds)
 
 
-def _failure_reason(f: Any) -> str:
-    """The client's own error message, without the simulation engine's traceback."""
-    if isinstance(f, BaseException) and f.args:
-        f = f.args[0]
-    reason = str(getattr(f, "reason", None) or f)
-    marker = "Message: "
-    if marker in reason:
-        reason = reason.rsplit(marker, 1)[1]
-        reason = reason.removesuffix("'>").strip()
-    return reason
+def _plan_for(name: str, selection: _Selection, settings: ServerSettings) -> EvaluationPlan:
+    """The plan of one evaluation: height (planned unless set), model, shares, threshold."""
+    import fedeval as fe
+
+    n_ok = len(selection.labels)
+    height = settings.height
+    if height is None:
+        height = fe.plan(
+            n_clients=n_ok,
+            epsilon=settings.epsilon if name != "sa" else None,
+            privacy=name,
+            branching=settings.branching,
+        ).height
+    _, threshold = (
+        secagg_parameters(n_ok, max_dropouts=settings.max_dropouts, num_shares=settings.num_shares)
+        if n_ok >= 3
+        else (n_ok, n_ok)
+    )
+    return EvaluationPlan(
+        privacy=model_to_dict(settings.model_for(name)),
+        height=height,
+        branching=settings.branching,
+        score_range=settings.score_range,
+        max_examples=selection.max_examples,
+        n_shares=n_ok,
+        min_received=threshold if name == "distdp" else 1,
+        setting=settings.setting_name(name),
+    )
 
 
-def _secure_sum(
-    grid: MeteredGrid,
+# ------------------------------------------------------------------ rounds
+@dataclass(frozen=True)
+class _Collected:
+    """What one evaluation round collected and released."""
+
+    tree: HierarchicalHistogram
+    used: list[str]
+    failed: dict[str, str]
+    rejected: dict[str, str]
+    secure: bool
+    secagg: dict[str, Any] = field(default_factory=dict)
+    summed: list[int] | None = None
+
+
+def _ldp_round(
+    metered: MeteredGrid,
+    plan: EvaluationPlan,
+    selection: _Selection,
+    round_no: int,
+    settings: ServerSettings,
+    rng: np.random.Generator,
+) -> _Collected:
+    """Local DP: every client reports at one random level, in plaintext.
+
+    The server adds the checked replies level by level (the transport's sum)
+    and decodes them with the pipeline's :func:`~fedeval.aggregation.finish_reports`.
+    """
+    nodes = selection.usable
+    levels = assign_levels(len(nodes), plan.height, rng)
+    plans = {nid: plan.with_level(int(lv)) for nid, lv in zip(nodes, levels, strict=True)}
+    replies, failed, rejected = plain_replies(
+        metered, plans, round_no, selection.labels, 0, settings.timeout
+    )
+    check_enough_clients(len(replies), settings.min_clients, stage=f"'{plan.setting}' replies")
+    parts = plan.sketch.parts
+    raw = [np.zeros(part.length, dtype=np.int64) for part in parts]
+    n_reports = np.zeros(len(parts), dtype=np.int64)
+    n_clients = np.zeros(len(parts), dtype=np.int64)
+    for nid, (vec, n) in replies.items():
+        k = plans[nid].level - 1
+        raw[k] += vec
+        n_reports[k] += n
+        n_clients[k] += 1
+    return _Collected(
+        tree=decode_ldp(plan, raw, n_reports, n_clients),
+        used=[selection.labels[nid] for nid in sorted(replies)],
+        failed={**selection.failed, **failed},
+        rejected={**selection.rejected, **rejected},
+        secure=False,
+    )
+
+
+def _plain_sum(
+    metered: MeteredGrid,
+    plan: EvaluationPlan,
+    selection: _Selection,
+    round_no: int,
+    noise_tail: int,
+    settings: ServerSettings,
+) -> tuple[NDArray[np.int64], list[str], dict[str, str], dict[str, str]]:
+    """Plaintext sum of checked replies (benchmarks only); (sum, used, failed, rejected)."""
+    plans = dict.fromkeys(selection.usable, plan)
+    replies, failed, rejected = plain_replies(
+        metered, plans, round_no, selection.labels, noise_tail, settings.timeout
+    )
+    check_enough_clients(len(replies), plan.min_received, stage=f"'{plan.setting}' replies")
+    summed = np.sum([v for v, _ in replies.values()], axis=0).astype(np.int64)
+    used = [selection.labels[nid] for nid in sorted(replies)]
+    return summed, used, failed, rejected
+
+
+def _check_exact_sum(plan: EvaluationPlan, summed: NDArray[np.int64], n_used: int) -> None:
+    """An exact sum of honest leaf counts lies in [0, n_used · max_examples].
+
+    SecAgg+ enforces each client's range by clipping; this catches the rest.
+    """
+    try:
+        check_reply(summed, ReplyRange(len(summed), 0, n_used * plan.max_examples))
+    except ReplyOutOfRangeError as exc:
+        raise ReplyOutOfRangeError(
+            f"'{plan.setting}': the secure sum is outside the range of any honest sum "
+            f"({exc}); a client sent an invalid vector, nothing is released"
+        ) from None
+
+
+def _sum_round(
+    metered: MeteredGrid,
     context: Context,
     plan: EvaluationPlan,
-    node_ids: list[int],
-    params: SecAggParameters,
+    selection: _Selection,
     round_no: int,
-    timeout: float | None,
-) -> tuple[NDArray[np.int64], list[str], list[str]]:
-    """Run one SecAgg+ round; return (exact integer sum, clients used, failures)."""
-    config = {PLAN_KEY: plan.to_json(), "fedeval-round": round_no}
-    strategy = _SumStrategy(grid._grid, node_ids, config)
-    legacy = LegacyContext(context, config=ServerConfig(num_rounds=1), strategy=strategy)
-    legacy.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord(
-        {WorkflowKey.CURRENT_ROUND: round_no, WorkflowKey.START_TIME: time.time()}
+    settings: ServerSettings,
+) -> _Collected:
+    """SA or distributed DP: one secure (SecAgg+) or plaintext sum, decoded by the pipeline."""
+    params = choose_clipping_range(
+        plan,
+        max_dropouts=settings.max_dropouts,
+        clip_probability=settings.clip_probability,
+        num_shares=settings.num_shares,
     )
-    legacy.state.array_records[MAIN_PARAMS_RECORD] = ArrayRecord()
-    workflow = SecAggPlusWorkflow(
-        num_shares=params.num_shares,
-        reconstruction_threshold=params.reconstruction_threshold,
-        max_weight=params.max_weight,
-        clipping_range=float(params.clipping_range),
-        quantization_range=params.quantization_range,
-        modulus_range=params.modulus_range,
-        timeout=timeout,
+    failed = dict(selection.failed)
+    rejected = dict(selection.rejected)
+    if settings.secagg:
+        summed, used, failures = secure_sum(
+            metered, context, plan, selection.usable, params, round_no, settings.timeout
+        )
+        failed.update({who_from_reason(r, selection.labels): r for r in failures})
+        clip_probability = params.clip_probability
+    else:
+        summed, used, f, rj = _plain_sum(
+            metered, plan, selection, round_no, params.noise_tail, settings
+        )
+        failed.update(f)
+        rejected.update(rj)
+        clip_probability = 0.0
+    if plan.mechanism().exact:
+        _check_exact_sum(plan, summed, len(used))
+    return _Collected(
+        tree=decode_sum(plan, summed, len(used), clip_probability=clip_probability),
+        used=used,
+        failed=failed,
+        rejected=rejected,
+        secure=settings.secagg,
+        secagg=params.as_dict(),
+        summed=summed.tolist(),
     )
-    workflow(cast(Any, grid), legacy)  # MeteredGrid stands in for the Grid
-    if strategy.mean is None:
-        raise NotEnoughClientsError(
-            f"SecAgg+ stopped for '{plan.setting}': fewer than the reconstruction threshold "
-            f"({params.reconstruction_threshold}) of {len(node_ids)} clients completed. "
-            f"Failures: {'; '.join(strategy.failures) or 'none reported'}"
-        )
-    n_used = len(strategy.used)
-    total = strategy.mean * n_used
-    summed = np.rint(total)
-    if not np.allclose(total, summed, atol=1e-6, rtol=0):
-        raise RuntimeError(
-            "SecAgg+ returned a non-integer sum: the integer-exact configuration was violated"
-        )
-    return summed.astype(np.int64), strategy.used, strategy.failures
 
 
-def _plain_replies(
-    grid: MeteredGrid,
-    plans: dict[int, EvaluationPlan],
+# ---------------------------------------------------------------- outcome
+def _outcome_record(
+    name: str,
+    plan: EvaluationPlan,
+    got: _Collected,
+    facts: RunFacts,
+    ev: Evaluation,
+    wall: float,
+    bytes_sent: list[int],
+) -> dict[str, Any]:
+    """One evaluation's entry in ``flower_result.json``."""
+    return {
+        "privacy": name,
+        "facts": asdict(facts),
+        "plan": json.loads(plan.to_json()),
+        "released_sum": got.summed,
+        "released_levels": [lv.tolist() for lv in got.tree.levels],
+        "noise_variance": float(got.tree.node_variance[0].flat[0]) if name == "distdp" else None,
+        "guarantee": str(ev.tree.guarantee),
+        "epsilon_spent": ev.epsilon_spent,
+        "delta_spent": ev.delta_spent,
+        "wall_seconds": wall,
+        "bytes_sent_per_client": float(np.mean(bytes_sent)) if bytes_sent else 0.0,
+        "roc_auc": ev.roc_auc,
+    }
+
+
+def _evaluate_one(
+    name: str,
     round_no: int,
-    labels: dict[int, str],
-    noise_tail: int,
-    timeout: float | None,
-) -> tuple[dict[int, tuple[NDArray[np.int64], int]], dict[str, str], dict[str, str]]:
-    """Plaintext replies, each checked against the honest range; (ok, failed, rejected)."""
-    msgs = [
-        Message(
-            RecordDict(
-                {INFO_KEY: ConfigRecord({PLAN_KEY: plan.to_json(), "fedeval-round": round_no})}
-            ),
-            dst_node_id=nid,
-            message_type=REPORT,
-            group_id=str(round_no),
-        )
-        for nid, plan in plans.items()
+    metered: MeteredGrid,
+    context: Context,
+    selection: _Selection,
+    settings: ServerSettings,
+    rng: np.random.Generator,
+) -> tuple[EvaluationPlan, Evaluation, dict[str, Any]]:
+    """Plan, collect, decode and evaluate under one privacy model."""
+    plan = _plan_for(name, selection, settings)
+    before = dict(metered.sent_by_node)
+    start = time.perf_counter()
+    if name == "ldp":
+        got = _ldp_round(metered, plan, selection, round_no, settings, rng)
+    else:
+        got = _sum_round(metered, context, plan, selection, round_no, settings)
+    wall = time.perf_counter() - start
+    facts = RunFacts(
+        n_selected=len(selection.nodes),
+        n_used=len(got.used),
+        used_clients=sorted(got.used),
+        failed=got.failed,
+        rejected=got.rejected,
+        secure_aggregation=got.secure,
+        secagg=got.secagg,
+    )
+    ev = build_evaluation(
+        got.tree,
+        plan,
+        n_buckets=settings.n_buckets,
+        n_quantiles=settings.n_quantiles,
+        interpolation=settings.interpolation,
+        pr_strategy=settings.pr_strategy,
+        height_planned=settings.height is None,
+        seed=uniform_seed(rng),
+        facts=facts,
+    )
+    bytes_sent = [
+        metered.sent_by_node.get(nid, 0) - before.get(nid, 0)
+        for nid in selection.usable
+        if selection.labels[nid] in got.used
     ]
-    ok: dict[int, tuple[NDArray[np.int64], int]] = {}
-    failed: dict[str, str] = {}
-    rejected: dict[str, str] = {}
-    for r in grid.send_and_receive(msgs, timeout=timeout):
-        nid = r.metadata.src_node_id
-        who = labels.get(nid, f"node {nid}")
-        if r.has_error():
-            failed[who] = _failure_reason(r.error)
-            continue
-        try:
-            info = r.content.config_records[INFO_KEY]
-            n = int(str(info["n-examples"]))
-            vec = r.content.array_records[VECTOR_KEY].to_numpy_ndarrays()[0]
-            expected = reply_range(plans[nid], n_examples=n, noise_tail=noise_tail)
-            ok[nid] = (check_reply(vec, expected), n)
-        except (ReplyOutOfRangeError, KeyError, IndexError, TypeError) as exc:
-            rejected[who] = f"reply rejected: {exc}"
-            log.warning("fedeval: %s: reply rejected: %s", who, exc)
-    return ok, failed, rejected
+    log.info(
+        "fedeval: %s: %d of %d clients used, %d failed, %d rejected, %.2fs",
+        plan.setting,
+        len(got.used),
+        len(selection.nodes),
+        len(got.failed),
+        len(got.rejected),
+        wall,
+    )
+    return plan, ev, _outcome_record(name, plan, got, facts, ev, wall, bytes_sent)
 
 
 # ------------------------------------------------------------------ the run
-def _wait_for_nodes(grid: Grid, expected: int, wait: float) -> list[int]:
-    deadline = time.monotonic() + wait
-    while True:
-        nodes = sorted(grid.get_node_ids())
-        if (expected and len(nodes) >= expected) or (not expected and nodes):
-            return nodes
-        if time.monotonic() > deadline:
-            return nodes
-        time.sleep(0.5)
-
-
-def _describe(
-    grid: MeteredGrid, node_ids: list[int], settings: ServerSettings
-) -> tuple[dict[int, str], dict[int, int], dict[str, str]]:
-    msgs = [
-        Message(
-            RecordDict({INFO_KEY: ConfigRecord({"max-examples": settings.max_examples})}),
-            dst_node_id=nid,
-            message_type=DESCRIBE,
-            group_id="describe",
-        )
-        for nid in node_ids
-    ]
-    labels: dict[int, str] = {}
-    sizes: dict[int, int] = {}
-    failed: dict[str, str] = {}
-    for r in grid.send_and_receive(msgs, timeout=settings.timeout):
-        nid = r.metadata.src_node_id
-        if r.has_error():
-            reason = _failure_reason(r.error)
-            failed[
-                _who_from_reason(reason, {}) if "fedeval client on" in reason else f"node {nid}"
-            ] = reason
-            log.warning("fedeval: node %s failed: %s", nid, reason)
-            continue
-        info = r.content.config_records[INFO_KEY]
-        labels[nid] = str(info["client"])
-        if "n-examples" in info:
-            sizes[nid] = int(str(info["n-examples"]))
-        elif not bool(info.get("within-bound", False)):
-            sizes[nid] = settings.max_examples + 1  # the client says it is above the bound
-    for nid in node_ids:
-        if nid not in labels and f"node {nid}" not in failed:
-            failed[f"node {nid}"] = "no reply (timed out)"
-    return labels, sizes, failed
-
-
-@dataclass
-class _Outcome:
-    evaluation: Any
-    facts: RunFacts
-    summed: list[int] | None = None
-    wall_seconds: float = 0.0
-    bytes_per_client: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> dict[str, Any]:
     """Run every configured evaluation; write the report; return the outcome.
 
@@ -442,170 +521,16 @@ def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> d
 
     rng = np.random.default_rng(settings.seed)
     metered = MeteredGrid(grid)
-    nodes = _wait_for_nodes(grid, settings.num_clients, settings.node_wait)
-    if settings.clients_per_evaluation and settings.clients_per_evaluation < len(nodes):
-        nodes = sorted(rng.choice(nodes, settings.clients_per_evaluation, replace=False).tolist())
-    t0 = time.perf_counter()
-    labels, sizes, failed0 = _describe(metered, nodes, settings)
-    describe_seconds = time.perf_counter() - t0
-    check_enough_clients(len(labels), max(settings.min_clients, 1), stage="client selection")
-    max_examples = settings.max_examples or max(sizes.values())
-    rejected0: dict[str, str] = {}
-    for nid, n in list(sizes.items()):
-        if n > max_examples:
-            rejected0[labels[nid]] = (
-                f"holds more examples than max-examples-per-client = {max_examples}"
-            )
-            del labels[nid]
-    check_enough_clients(len(labels), max(settings.min_clients, 1), stage="client selection")
-    ok_nodes = sorted(labels)
-    n_ok = len(ok_nodes)
-
-    evaluations: dict[str, Any] = {}
+    selection = _select_clients(grid, metered, settings, rng)
+    evaluations: dict[str, Evaluation] = {}
     outcomes: dict[str, dict[str, Any]] = {}
     for round_no, name in enumerate(settings.privacy, start=1):
-        model = settings.model_for(name)
-        setting = settings.setting_name(name)
-        spec_height = settings.height
-        if spec_height is None:
-            spec_height = fe.plan(
-                n_clients=n_ok,
-                epsilon=settings.epsilon if name != "sa" else None,
-                privacy=name,
-                branching=settings.branching,
-            ).height
-        secure = settings.secagg and name != "ldp"
-        _, threshold = (
-            secagg_parameters(
-                n_ok, max_dropouts=settings.max_dropouts, num_shares=settings.num_shares
-            )
-            if n_ok >= 3
-            else (n_ok, n_ok)
-        )
-        base = EvaluationPlan(
-            privacy=privacy_to_dict(model),
-            height=spec_height,
-            branching=settings.branching,
-            score_range=settings.score_range,
-            max_examples=max_examples,
-            n_shares=n_ok,
-            min_received=threshold if name == "distdp" else 1,
-            setting=setting,
-        )
-        before = dict(metered.sent_by_node)
-        start = time.perf_counter()
-        failed = dict(failed0)
-        rejected = dict(rejected0)
-        secagg_info: dict[str, Any] = {}
-        summed_list: list[int] | None = None
-        if name == "ldp":
-            levels = assign_levels(n_ok, spec_height, rng)
-            plans = {
-                nid: base.with_level(int(lv)) for nid, lv in zip(ok_nodes, levels, strict=True)
-            }
-            replies, f, rj = _plain_replies(metered, plans, round_no, labels, 0, settings.timeout)
-            failed.update(f)
-            rejected.update(rj)
-            check_enough_clients(len(replies), settings.min_clients, stage=f"'{setting}' replies")
-            h = spec_height
-            raw = [np.zeros(2 * base.spec.level_size(k), dtype=np.int64) for k in range(1, h + 1)]
-            n_reports = np.zeros(h, dtype=np.int64)
-            m_k = np.zeros(h, dtype=np.int64)
-            for nid, (vec, n) in replies.items():
-                k = plans[nid].level - 1
-                raw[k] += vec
-                n_reports[k] += n
-                m_k[k] += 1
-            tree = decode_ldp(base, raw, n_reports, m_k)
-            used = [labels[nid] for nid in sorted(replies)]
-        else:
-            params = choose_clipping_range(
-                base,
-                max_dropouts=settings.max_dropouts,
-                clip_probability=settings.clip_probability,
-                num_shares=settings.num_shares,
-            )
-            secagg_info = params.as_dict()
-            if secure:
-                summed, used, failures = _secure_sum(
-                    metered, context, base, ok_nodes, params, round_no, settings.timeout
-                )
-                for reason in failures:
-                    failed[_who_from_reason(reason, labels)] = reason
-                clip_p = params.clip_probability
-            else:
-                plans = dict.fromkeys(ok_nodes, base)
-                replies, f, rj = _plain_replies(
-                    metered, plans, round_no, labels, params.noise_tail, settings.timeout
-                )
-                failed.update(f)
-                rejected.update(rj)
-                check_enough_clients(len(replies), base.min_received, stage=f"'{setting}' replies")
-                summed = np.sum([v for v, _ in replies.values()], axis=0).astype(np.int64)
-                used = [labels[nid] for nid in sorted(replies)]
-                clip_p = 0.0
-            if name == "sa":
-                # Per-client ranges are enforced by clipping inside SecAgg+; the sum of
-                # honest leaf counts must also lie in [0, n_used * max_examples].
-                try:
-                    check_reply(summed, ReplyRange(len(summed), 0, len(used) * max_examples))
-                except ReplyOutOfRangeError as exc:
-                    raise ReplyOutOfRangeError(
-                        f"'{setting}': the secure sum is outside the range of any honest sum "
-                        f"({exc}); a client sent an invalid vector, nothing is released"
-                    ) from None
-            tree = decode_sum(base, summed, len(used), clip_probability=clip_p, secure=secure)
-            summed_list = summed.tolist()
-        wall = time.perf_counter() - start
-        sent = {nid: metered.sent_by_node.get(nid, 0) - before.get(nid, 0) for nid in ok_nodes}
-        facts = RunFacts(
-            n_selected=len(nodes),
-            n_used=len(used),
-            used_clients=sorted(used),
-            failed=failed,
-            rejected=rejected,
-            secure_aggregation=secure,
-            secagg=secagg_info,
-        )
-        ev = build_evaluation(
-            tree,
-            base,
-            n_buckets=settings.n_buckets,
-            n_quantiles=settings.n_quantiles,
-            interpolation=settings.interpolation,
-            pr_strategy=settings.pr_strategy,
-            height_planned=settings.height is None,
-            seed=int(rng.integers(2**31)),
-            facts=facts,
-        )
-        evaluations[setting] = ev
-        contributing = [v for nid, v in sent.items() if labels.get(nid) in used]
-        outcomes[setting] = {
-            "privacy": name,
-            "facts": asdict(facts),
-            "plan": json.loads(base.to_json()),
-            "released_sum": summed_list,
-            "released_levels": [lv.tolist() for lv in tree.levels],
-            "noise_variance": float(tree.node_variance[0].flat[0]) if name == "distdp" else None,
-            "guarantee": str(ev.tree.guarantee),
-            "epsilon_spent": ev.epsilon_spent,
-            "delta_spent": ev.delta_spent,
-            "wall_seconds": wall,
-            "bytes_sent_per_client": float(np.mean(contributing)) if contributing else 0.0,
-            "roc_auc": ev.roc_auc,
-        }
-        log.info(
-            "fedeval: %s: %d of %d clients used, %d failed, %d rejected, %.2fs",
-            setting,
-            len(used),
-            len(nodes),
-            len(failed),
-            len(rejected),
-            wall,
-        )
+        plan, ev, record = _evaluate_one(name, round_no, metered, context, selection, settings, rng)
+        evaluations[plan.setting] = ev
+        outcomes[plan.setting] = record
     result = {
-        "n_nodes": len(nodes),
-        "describe_seconds": describe_seconds,
+        "n_nodes": len(selection.nodes),
+        "describe_seconds": selection.describe_seconds,
         "evaluations": outcomes,
     }
     out = Path(settings.out_dir)
@@ -614,15 +539,6 @@ def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> d
     )
     (out / RESULT_FILE).write_text(json.dumps(result, indent=2, default=float))
     return {"evaluations": evaluations, "result": result}
-
-
-def _who_from_reason(reason: str, labels: dict[int, str]) -> str:
-    """The client a failure message names (client errors name their node)."""
-    for label in labels.values():
-        if label in reason:
-            return label
-    m = re.search(r"node \d+(?: \(partition [^)]*\))?", reason)
-    return m.group(0) if m else reason[:80] or "unknown client"
 
 
 def make_server_app(defaults: Mapping[str, Any] | None = None) -> ServerApp:

@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fedeval.data import Federation
+from fedeval.privacy.sampling import assign_groups, uniform_seed
 from fedeval.randomness import RNGLike, as_generator
 
 __all__ = [
@@ -74,21 +73,20 @@ def write_partitions(
         raise ValueError("Flower evaluation needs a binary task (1-D scores)")
     if n_clients < 1 or n_clients > fed.n_clients:
         raise ValueError(f"cannot split {fed.n_clients} client(s) into {n_clients} Flower clients")
-    gen = as_generator(rng)
-    part_of_client = gen.permutation(fed.n_clients) % n_clients
-    part = part_of_client[fed.client_index]
+    part = assign_groups(fed.n_clients, n_clients, as_generator(rng))[fed.client_index]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     import pandas as pd
 
     paths = []
-    sizes = np.bincount(part, minlength=n_clients)
+    largest = 0
     for i in range(n_clients):
         sel = part == i
         p = out / f"client_{i}.csv"
         pd.DataFrame({"score": fed.scores[sel], "label": fed.labels[sel]}).to_csv(p, index=False)
         paths.append(p)
-    return paths, int(sizes.max())
+        largest = max(largest, int(sel.sum()))
+    return paths, largest
 
 
 def run_flower_simulation(
@@ -203,7 +201,7 @@ def simulate(
         "score-max": hi,
         "max-examples-per-client": max_examples,
         "out-dir": str(out_dir),
-        "seed": int(gen.integers(2**31)),
+        "seed": uniform_seed(gen),
     }
     for k, v in server_options.items():
         if v is not None:

@@ -1,14 +1,23 @@
-"""Metrics computed from released aggregates (and exact references for tests).
+"""Metrics: functions of a release, with scikit-learn's names; exact reference metrics.
 
-Binary evaluation: :mod:`~fedeval.metrics.confusion` (threshold metrics),
-:mod:`~fedeval.metrics.auc` (H_B), :mod:`~fedeval.metrics.roc`,
-:mod:`~fedeval.metrics.precision_recall`, :mod:`~fedeval.metrics.area_error`.
+From a release of the per-class score hierarchy (or its decoded histogram, or
+an :class:`~fedeval.evaluation.Evaluation`):
+
+* :func:`roc_curve`, :func:`precision_recall_curve` — curves in scikit-learn's layout;
+* :func:`roc_auc_score` — H_B over equi-depth buckets (Cormode–Markov eq. 5);
+* :func:`average_precision_score` — the step sum of the PR curve;
+* :func:`threshold_metrics` — precision, recall, FPR, accuracy at any threshold,
+  with delta-method standard errors.
+
+Exact metrics on arrays (references, and the quality of calibrators):
+:func:`roc_area_error`, :func:`pr_area_error`, the calibration errors, and the
+Hosmer–Lemeshow statistic (exact or private).
 """
 
 from __future__ import annotations
 
 from fedeval.metrics.area_error import pr_area_error, roc_area_error
-from fedeval.metrics.auc import auc_from_bucket_counts, histogram_auc
+from fedeval.metrics.auc import roc_auc_score
 from fedeval.metrics.calibration_error import (
     CalibrationBins,
     calibration_bins,
@@ -19,20 +28,24 @@ from fedeval.metrics.calibration_error import (
 )
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.hosmer_lemeshow import HosmerLemeshowResult, hosmer_lemeshow
+from fedeval.metrics.precision_recall import average_precision_score, precision_recall_curve
+from fedeval.metrics.roc import roc_curve
 
 __all__ = [
     "CalibrationBins",
     "HosmerLemeshowResult",
     "ThresholdMetrics",
-    "auc_from_bucket_counts",
+    "average_precision_score",
     "calibration_bins",
     "classwise_calibration_error",
     "expected_calibration_error",
-    "histogram_auc",
     "hosmer_lemeshow",
     "maximum_calibration_error",
     "pr_area_error",
+    "precision_recall_curve",
     "roc_area_error",
+    "roc_auc_score",
+    "roc_curve",
     "threshold_metrics",
     "top_label_calibration_error",
 ]

@@ -13,15 +13,16 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.sketches.hierarchy import HierarchicalHistogram
+from fedeval.metrics.inputs import default_buckets, hierarchy_of
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.validation import check_int_at_least
 
-__all__ = ["auc_from_bucket_counts", "bucket_counts", "histogram_auc"]
+__all__ = ["BucketStrategy", "bucket_counts", "hb_estimate", "roc_auc_score"]
 
 BucketStrategy = Literal["equi-depth", "uniform"]
 
 
-def auc_from_bucket_counts(p: Any, n: Any) -> float:
+def hb_estimate(p: Any, n: Any) -> float:
     """H_B = (1/PN) Σ_i (Σ_{j<i} p_i n_j + ½ p_i n_i), eq. (5).
 
     Parameters
@@ -77,37 +78,44 @@ def bucket_counts(
         edges = np.linspace(lo, hi, b + 1)
     else:
         raise ValueError(f"strategy must be 'equi-depth' or 'uniform', got {strategy!r}")
-    below_p, _ = tree.prefix_counts(edges, cls=1, with_variance=False)
-    below_n, _ = tree.prefix_counts(edges, cls=0, with_variance=False)
+    below_p, _ = tree.count_below(edges, cls=1, with_variance=False)
+    below_n, _ = tree.count_below(edges, cls=0, with_variance=False)
     # The last edge is the domain end: count everything up to and including it.
     below_p[-1] = tree.totals()[1]
     below_n[-1] = tree.totals()[0]
     return edges, np.diff(below_p), np.diff(below_n)
 
 
-def histogram_auc(
-    tree: HierarchicalHistogram,
-    n_buckets: int,
+def roc_auc_score(
+    release: Any,
     *,
+    n_buckets: int | None = None,
     strategy: BucketStrategy = "equi-depth",
 ) -> float:
-    """ROC AUC by H_B over B buckets of a released per-class histogram.
+    """ROC AUC by H_B over B buckets of a released per-class hierarchy (eq. 5).
 
     Parameters
     ----------
-    tree : HierarchicalHistogram
-        Classes 0 (negative) and 1 (positive); consistency post-processing
-        should have been applied.
-    n_buckets : int
-        B. With "equi-depth" the boundaries are private quantiles of all
-        scores (post-processing of the same release, no extra privacy cost).
+    release : Release, HierarchicalHistogram or Evaluation
+        Classes 0 (negative) and 1 (positive); made consistent here.
+    n_buckets : int, optional
+        B; default :func:`~fedeval.metrics.inputs.default_buckets`. With
+        "equi-depth" the boundaries are private quantiles of all scores
+        (post-processing of the same release, no extra privacy cost).
     strategy : {"equi-depth", "uniform"}
         Uniform boundaries are the baseline of the paper's Figure 4.
 
     Returns
     -------
     float
+        Clipped to [0, 1] (a named post-processing step: noise can push the
+        ratio of noisy counts slightly outside).
+
+    References
+    ----------
+    cormode-markov-2023-federated-calibration-evaluation §5, eq. (5), Theorems 4–6.
     """
-    _, p, n = bucket_counts(tree, n_buckets, strategy=strategy)
-    # Named post-processing: noise can push the ratio slightly outside [0, 1].
-    return float(np.clip(auc_from_bucket_counts(p, n), 0.0, 1.0))
+    tree = hierarchy_of(release)
+    b = default_buckets(tree) if n_buckets is None else n_buckets
+    _, p, n = bucket_counts(tree, b, strategy=strategy)
+    return float(np.clip(hb_estimate(p, n), 0.0, 1.0))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.sketches.hierarchy import HierarchicalHistogram
+from fedeval.metrics.inputs import hierarchy_of
 
 __all__ = ["ThresholdMetrics", "threshold_metrics"]
 
@@ -83,13 +83,13 @@ class ThresholdMetrics:
         return out
 
 
-def threshold_metrics(tree: HierarchicalHistogram, thresholds: Any) -> ThresholdMetrics:
+def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
     """Precision, recall, FPR and accuracy at query-time thresholds.
 
     Parameters
     ----------
-    tree : HierarchicalHistogram
-        Two classes (0 = negative, 1 = positive), preferably consistent.
+    release : Release, HierarchicalHistogram or Evaluation
+        Two classes (0 = negative, 1 = positive); made consistent here.
     thresholds : float or array-like
         Points of the score domain; the classifier predicts positive when
         ``score >= threshold``.
@@ -109,12 +109,13 @@ def threshold_metrics(tree: HierarchicalHistogram, thresholds: Any) -> Threshold
     formed (a named post-processing step: noisy counts can leave that range).
     A ratio with an estimated denominator <= 0 is reported as NaN.
     """
+    tree = hierarchy_of(release)
     t = np.asarray(thresholds, dtype=np.float64)
     flat = np.atleast_1d(t).ravel()
     totals = np.maximum(tree.totals(), 0.0)
     n_neg, n_pos = float(totals[0]), float(totals[1])
-    below_neg, _ = tree.prefix_counts(flat, cls=0, with_variance=False)
-    below_pos, _ = tree.prefix_counts(flat, cls=1, with_variance=False)
+    below_neg, _ = tree.count_below(flat, cls=0, with_variance=False)
+    below_pos, _ = tree.count_below(flat, cls=1, with_variance=False)
     tp = np.clip(n_pos - below_pos, 0.0, n_pos)
     fp = np.clip(n_neg - below_neg, 0.0, n_neg)
     tn = n_neg - fp

@@ -10,17 +10,20 @@ compared with χ² with Q - 2 degrees of freedom.
 
 Private version (Algorithm 2, Theorem 2): with ε′ = ε/(L + 9), the cut points
 come from a tree-mechanism ECDF of the predicted probabilities with Lap(1/ε′)
-node noise ((L + 1)ε′-DP, Theorem 1) inverted by binary search (Algorithm 1),
+node noise (discrete Laplace here; (L + 1)ε′-DP, Theorem 1) inverted by binary search (Algorithm 1),
 and each of the 4Q group sums gets independent noise of scale 1/ε′. Replacing
 one example changes at most two groups, i.e. 8 sums by at most 1 each: 8ε′-DP.
 Total (L + 1)ε′ + 8ε′ = ε.
 
-Choices where the paper is loose: groups are half-open, (t_{q-1}, t_q] (the
-first is [0, t_1]), so every example is in exactly one group, which the
-sensitivity argument needs; the counts O get discrete Laplace noise and the
-probability sums E continuous Laplace noise (both scale 1/ε′), independently
-for every statistic; the noisy cut points are made non-decreasing and noisy E
-are floored at ``min_expected`` before dividing — both named post-processing.
+Choices where the paper is loose: groups are half-open, [t_{q-1}, t_q) (the
+last is [t_{Q-1}, 1]), the one bin convention of :mod:`fedeval.sketches.grid`,
+so every example is in exactly one group, which the sensitivity argument needs;
+the three parts are releases through the one pipeline, charged together before
+any noise is drawn: the tree-mechanism ECDF with (L + 1)ε′, the counts O with
+4ε′ and the probability sums E with 4ε′, so that every statistic gets noise of
+scale 1/ε′ as in Algorithm 2 (discrete for O and the ECDF, continuous for E);
+the noisy cut points are made non-decreasing and noisy E are floored at
+``min_expected`` before dividing — both named post-processing.
 
 References
 ----------
@@ -41,15 +44,18 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from fedeval.aggregation import Path, release, reserve
 from fedeval.ecdf.grid import equal_width_grid
-from fedeval.ecdf.release import private_ecdf
+from fedeval.ecdf.release import ecdf_model, public_total, values_federation
 from fedeval.privacy.guarantee import Guarantee
-from fedeval.privacy.ledger import BudgetLedger, LedgerEntry
-from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, Laplace
+from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.receipt import Receipt, compose
 from fedeval.randomness import RNGLike, as_generator
+from fedeval.sketches.group_sums import GroupSumsSketch
+from fedeval.sketches.prefix_tree import PrefixTreeSketch, PrivateECDF
 from fedeval.validation import (
     check_binary_labels,
-    check_epsilon,
     check_int_at_least,
     check_positive,
     check_scores,
@@ -73,13 +79,12 @@ class HosmerLemeshowResult:
     observed, expected : ndarray of float64, shape (Q, 2)
         Per group, column 0 = negatives, column 1 = positives (noisy if private).
     thresholds : ndarray of float64, shape (Q + 1,)
-        Group edges t_0 = 0 ≤ t_1 ≤ ... ≤ t_Q = 1; group q is (t_{q-1}, t_q].
-    epsilon : float or None
-        Total ε, or None for the exact statistic.
+        Group edges t_0 = 0 ≤ t_1 ≤ ... ≤ t_Q = 1; group q is [t_{q-1}, t_q).
     epsilon_split : dict
         ε spent on the cut points (``"quantiles"``, (L + 1)ε′) and on the 4Q
-        group sums (``"group_sums"``, 8ε′).
-    guarantee : Guarantee or None
+        group sums (``"group_sums"``, 8ε′); empty for the exact statistic.
+    receipt : Receipt or None
+        The three releases, composed (None for the exact statistic).
     post_processing : tuple of str
     """
 
@@ -89,26 +94,28 @@ class HosmerLemeshowResult:
     observed: NDArray[np.float64]
     expected: NDArray[np.float64]
     thresholds: NDArray[np.float64]
-    epsilon: float | None
     epsilon_split: dict[str, float] = field(default_factory=dict)
-    guarantee: Guarantee | None = None
+    receipt: Receipt | None = None
     post_processing: tuple[str, ...] = ()
+
+    @property
+    def guarantee(self) -> Guarantee | None:
+        return None if self.receipt is None else self.receipt.guarantee
+
+    @property
+    def epsilon(self) -> float | None:
+        """ε of the release, or None for the exact statistic."""
+        return None if self.receipt is None else self.receipt.guarantee.epsilon
 
 
 def _group_sums(
-    probs: NDArray[np.float64], labels: NDArray[np.int8], thresholds: NDArray[np.float64]
+    probs: NDArray[np.float64], labels: NDArray[np.int64], thresholds: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    clients = np.zeros(probs.size, dtype=np.int64)
+    obs = GroupSumsSketch(thresholds, "observed").encode(probs, labels, clients)
+    exp = GroupSumsSketch(thresholds, "expected").encode(probs, labels, clients)
     q = thresholds.size - 1
-    group = np.searchsorted(thresholds[1:q], probs, side="left")
-    y = labels.astype(np.float64)
-    observed = np.stack(
-        [np.bincount(group, 1.0 - y, minlength=q), np.bincount(group, y, minlength=q)], axis=1
-    )
-    expected = np.stack(
-        [np.bincount(group, 1.0 - probs, minlength=q), np.bincount(group, probs, minlength=q)],
-        axis=1,
-    )
-    return observed.astype(np.float64), expected.astype(np.float64)
+    return obs.reshape(q, 2).astype(np.float64), np.asarray(exp, dtype=np.float64).reshape(q, 2)
 
 
 def _statistic(observed: NDArray[np.float64], expected: NDArray[np.float64]) -> float:
@@ -130,15 +137,17 @@ def _statistic(observed: NDArray[np.float64], expected: NDArray[np.float64]) -> 
 def hosmer_lemeshow(
     probs: ArrayLike,
     labels: ArrayLike,
+    privacy: PrivacyModel | None = None,
     *,
-    groups: int = 10,
     epsilon: float | None = None,
+    groups: int = 10,
     rng: RNGLike = None,
     height: int = 10,
     min_expected: float = 1.0,
+    path: Path = "fast",
     ledger: BudgetLedger | None = None,
 ) -> HosmerLemeshowResult:
-    """Hosmer–Lemeshow statistic, exact (``epsilon=None``) or ε-DP by Algorithm 2.
+    """Hosmer–Lemeshow statistic, exact (no privacy given) or private by Algorithm 2.
 
     Parameters
     ----------
@@ -146,10 +155,15 @@ def hosmer_lemeshow(
         Predicted probabilities of the positive class, in [0, 1].
     labels : array_like, shape (n,)
         0/1 labels.
+    privacy : privacy model, optional
+        E.g. ``DistributedDP(1.0, neighbouring="replace")`` (the paper's
+        replacement neighbours); its budget is split (L + 1)ε′ : 4ε′ : 4ε′
+        over the ECDF, the counts and the probability sums. None (and no
+        ``epsilon``) computes the exact statistic.
+    epsilon : float, optional
+        Sugar for ``DistributedDP(epsilon, neighbouring="replace")``.
     groups : int, default 10
         Q ≥ 3 quantile groups.
-    epsilon : float, optional
-        Total ε > 0; None computes the exact statistic (no privacy).
     rng : int, Generator or None
         Random source for the noise.
     height : int, default 10
@@ -158,8 +172,9 @@ def hosmer_lemeshow(
     min_expected : float, default 1.0
         Private only: noisy expected counts are floored at this value before
         dividing (post-processing; a noisy E near 0 would blow H up).
+    path : {"fast", "faithful"}
     ledger : BudgetLedger, optional
-        Charged (L + 1)ε′ and 8ε′, atomically.
+        Charged for all three releases, atomically, before any noise is drawn.
 
     Returns
     -------
@@ -169,12 +184,12 @@ def hosmer_lemeshow(
     ------
     ValueError, TypeError
         Probabilities outside [0, 1] or non-finite, non-binary labels, length
-        mismatch, Q < 3, ε ≤ 0, L < 1, min_expected ≤ 0.
+        mismatch, Q < 3, both ``privacy`` and ``epsilon``, L < 1, min_expected ≤ 0.
 
     Notes
     -----
-    Privacy (``epsilon`` given): ε-DP per example under replacement
-    neighbouring (Theorem 2); the exact statistic has no privacy.
+    Privacy: the model's guarantee per example (Theorem 2); the exact
+    statistic has no privacy.
 
     The p-value refers the (noisy) statistic to χ²_{Q−2}, as the paper does.
     That ignores the privacy noise, whose scale per group sum is 1/ε′ =
@@ -191,81 +206,80 @@ def hosmer_lemeshow(
     .. [2] Barczewski, Mawass & Ramon (2025), eq. (5), Algorithm 2, Theorem 2.
     """
     p = check_scores(probs, name="probs")
-    y = check_binary_labels(labels)
+    y = check_binary_labels(labels).astype(np.int64)
     if y.size != p.size:
         raise ValueError(f"probs and labels differ in length: {p.size} vs {y.size}")
     if p.size == 0:
         raise ValueError("probs must contain at least one example")
     q = check_int_at_least(groups, 3, name="groups")
     levels = np.arange(1, q) / q
-    if epsilon is None:
+    if privacy is None and epsilon is None:
         cuts = np.quantile(p, levels, method="inverted_cdf")
         thresholds = np.concatenate([[0.0], cuts, [1.0]])
         observed, expected = _group_sums(p, y, thresholds)
         h = _statistic(observed, expected)
         return HosmerLemeshowResult(
-            h, float(stats.chi2.sf(h, q - 2)), q - 2, observed, expected, thresholds, None
+            h, float(stats.chi2.sf(h, q - 2)), q - 2, observed, expected, thresholds
         )
-    eps = check_epsilon(epsilon)
+    model = ecdf_model(privacy, epsilon, "replace")
     lvl = check_int_at_least(height, 1, name="height")
     floor = check_positive(min_expected, name="min_expected")
-    eps_prime = eps / (lvl + 9)
-    split = {"quantiles": (lvl + 1) * eps_prime, "group_sums": 8 * eps_prime}
-    if ledger is not None:
-        ledger.charge_all(
-            [
-                LedgerEntry(
-                    "Hosmer-Lemeshow: private ECDF of predicted probabilities",
-                    split["quantiles"],
-                    0.0,
-                    "example",
-                    {"height": lvl, "epsilon_prime": eps_prime},
-                ),
-                LedgerEntry(
-                    f"Hosmer-Lemeshow: {4 * q} noisy group sums",
-                    split["group_sums"],
-                    0.0,
-                    "example",
-                    {"scale": 1.0 / eps_prime},
-                ),
-            ]
-        )
-    gen = as_generator(rng)
+    split = {"quantiles": (lvl + 1) / (lvl + 9), "group_sums": 8 / (lvl + 9)}
     grid = equal_width_grid(0.0, 1.0, 1 << lvl)
-    ecdf = private_ecdf(p, grid, epsilon=split["quantiles"], rng=gen)
+    fed = values_federation(p, grid, labels=y)
+    placeholder = np.linspace(0.0, 1.0, q + 1)
+    # n is public only under replacement of one example; otherwise the ECDF is normalised
+    # by its own released count at the last grid point (as private_ecdf does, Theorem 3).
+    total = public_total(model, p.size)
+    ecdf_sketch = PrefixTreeSketch(grid, "at_most", total=total)
+    tickets = reserve(
+        ledger,
+        [
+            (model.scaled(split["quantiles"]), ecdf_sketch),
+            (model.scaled(split["group_sums"] / 2), GroupSumsSketch(placeholder, "observed")),
+            (model.scaled(split["group_sums"] / 2), GroupSumsSketch(placeholder, "expected")),
+        ],
+        n_clients=fed.n_clients,
+    )
+    gen = as_generator(rng)
+    ecdf: PrivateECDF = release(
+        fed, ecdf_sketch, reservation=tickets[0], path=path, rng=gen
+    ).decode()
     cuts = np.maximum.accumulate(ecdf.inverse(levels, bounds=(0.0, 1.0)))
     thresholds = np.concatenate([[0.0], cuts, [1.0]])
-    true_obs, true_exp = _group_sums(p, y, thresholds)
-    observed = true_obs + DiscreteLaplace(eps_prime).sample(true_obs.shape, gen)
-    noisy_exp = true_exp + Laplace(eps_prime).sample(true_exp.shape, gen)
+    obs_rel = release(
+        fed, GroupSumsSketch(thresholds, "observed"), reservation=tickets[1], path=path, rng=gen
+    )
+    exp_rel = release(
+        fed, GroupSumsSketch(thresholds, "expected"), reservation=tickets[2], path=path, rng=gen
+    )
+    observed = np.asarray(obs_rel.decode(), dtype=np.float64)
+    noisy_exp = np.asarray(exp_rel.decode(), dtype=np.float64)
     floored = int(np.sum(noisy_exp < floor))
     expected = np.maximum(noisy_exp, floor)
     h = _statistic(observed, expected)
-    guarantee = Guarantee(
-        epsilon=eps,
-        delta=0.0,
-        unit="example",
-        statement=(
-            f"Algorithm 2 of Barczewski et al. (2025) with ε′ = ε/(L+9) = {eps_prime:.4g}: "
-            f"tree-mechanism ECDF of the probabilities with Lap(1/ε′) node noise "
-            f"((L+1)ε′-DP) and {4 * q} group sums with scale-1/ε′ noise, of which one example "
-            "changes at most 8 by at most 1 (8ε′-DP)"
-        ),
+    receipt = compose(
+        [ecdf.receipt, obs_rel.receipt, exp_rel.receipt],
+        f"Hosmer-Lemeshow by Algorithm 2 of Barczewski et al. (2025), ε′ = ε/(L+9) with L = {lvl}",
     )
     steps: tuple[str, ...] = (
+        *ecdf.post_processing,
         "cut points from Algorithm 1 made non-decreasing (running maximum)",
         f"noisy expected counts floored at min_expected = {floor:g} ({floored} floored)",
     )
-    info: dict[str, Any] = dict(split)
+    # Absolute ε actually charged by each part (0 for a model without DP).
+    info: dict[str, Any] = {
+        "quantiles": ecdf.receipt.epsilon_spent,
+        "group_sums": obs_rel.receipt.epsilon_spent + exp_rel.receipt.epsilon_spent,
+    }
     return HosmerLemeshowResult(
         h,
         float(stats.chi2.sf(h, q - 2)),
         q - 2,
-        observed.astype(np.float64),
+        observed,
         expected,
         thresholds,
-        eps,
         info,
-        guarantee,
+        receipt,
         steps,
     )

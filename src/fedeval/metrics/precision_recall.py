@@ -7,14 +7,22 @@ xu-cormode-2025-federated-roc-pr §3.1 eq. (3), §6 ("separate" vs "combine").
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.metrics.quantile_ecdf import QuantileECDF
+from fedeval.metrics.inputs import default_quantiles, hierarchy_of
+from fedeval.metrics.quantile_ecdf import Interpolation, QuantileECDF, quantile_ecdf
+from fedeval.metrics.roc import curve_thresholds
 
-__all__ = ["PRStrategy", "average_precision_from_curve", "precision_recall_from_ecdfs"]
+__all__ = [
+    "PRStrategy",
+    "average_precision_from_curve",
+    "average_precision_score",
+    "precision_recall_curve",
+    "precision_recall_from_ecdfs",
+]
 
 PRStrategy = Literal["separate", "combine"]
 
@@ -77,3 +85,56 @@ def average_precision_from_curve(
 ) -> float:
     """AP = Σ_n (R_n − R_{n+1}) P_n, the step sum of ``sklearn.metrics.average_precision_score``."""
     return float(-np.sum(np.diff(recall) * precision[:-1]))
+
+
+def precision_recall_curve(
+    release: Any,
+    *,
+    n_quantiles: int | None = None,
+    interpolation: Interpolation = "pchip",
+    strategy: PRStrategy = "separate",
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(precision, recall, thresholds) of a released hierarchy, as scikit-learn lays them out.
+
+    Parameters
+    ----------
+    release : Release, HierarchicalHistogram or Evaluation
+    n_quantiles : int, optional
+        Q per class; default :func:`~fedeval.metrics.inputs.default_quantiles`.
+    interpolation : {"pchip", "linear"}
+    strategy : {"separate", "combine"}
+        See :func:`precision_recall_from_ecdfs` (Xu–Cormode §6).
+    """
+    tree = hierarchy_of(release)
+    q = default_quantiles(tree) if n_quantiles is None else n_quantiles
+    neg = quantile_ecdf(tree, q, cls=0, interpolation=interpolation)
+    pos = quantile_ecdf(tree, q, cls=1, interpolation=interpolation)
+    combined = (
+        quantile_ecdf(tree, q, cls=None, interpolation=interpolation)
+        if strategy == "combine"
+        else None
+    )
+    totals = np.maximum(tree.totals(), 0.0)
+    return precision_recall_from_ecdfs(
+        neg,
+        pos,
+        curve_thresholds(neg, pos, tree.spec.score_range),
+        float(totals[1]),
+        float(totals[0]),
+        strategy=strategy,
+        combined=combined,
+    )
+
+
+def average_precision_score(
+    release: Any,
+    *,
+    n_quantiles: int | None = None,
+    interpolation: Interpolation = "pchip",
+    strategy: PRStrategy = "separate",
+) -> float:
+    """Step-sum average precision of :func:`precision_recall_curve` (scikit-learn's definition)."""
+    p, r, _ = precision_recall_curve(
+        release, n_quantiles=n_quantiles, interpolation=interpolation, strategy=strategy
+    )
+    return average_precision_from_curve(p, r)

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.interpolate import PchipInterpolator
 
-from fedeval.sketches.hierarchy import HierarchicalHistogram
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.validation import check_int_at_least
 
 __all__ = ["Interpolation", "QuantileECDF", "quantile_ecdf"]

@@ -7,12 +7,15 @@ xu-cormode-2025-federated-roc-pr §3.1, eqs. (1)–(2), Algorithm 1.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.metrics.quantile_ecdf import QuantileECDF
+from fedeval.metrics.inputs import default_quantiles, hierarchy_of
+from fedeval.metrics.quantile_ecdf import Interpolation, QuantileECDF, quantile_ecdf
 
-__all__ = ["curve_thresholds", "roc_curve_from_ecdfs"]
+__all__ = ["curve_thresholds", "roc_curve", "roc_curve_from_ecdfs"]
 
 
 def curve_thresholds(
@@ -44,3 +47,28 @@ def roc_curve_from_ecdfs(
         np.concatenate(([0.0], tpr)),
         np.concatenate(([np.inf], t)),
     )
+
+
+def roc_curve(
+    release: Any,
+    *,
+    n_quantiles: int | None = None,
+    interpolation: Interpolation = "pchip",
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(fpr, tpr, thresholds) of a released per-class hierarchy, as ``sklearn.metrics.roc_curve``.
+
+    The two class ECDFs are rebuilt from Q quantiles each (Xu–Cormode §3.1,
+    Algorithm 1) and the curve is evaluated at every knot of both.
+
+    Parameters
+    ----------
+    release : Release, HierarchicalHistogram or Evaluation
+    n_quantiles : int, optional
+        Q per class; default :func:`~fedeval.metrics.inputs.default_quantiles`.
+    interpolation : {"pchip", "linear"}
+    """
+    tree = hierarchy_of(release)
+    q = default_quantiles(tree) if n_quantiles is None else n_quantiles
+    neg = quantile_ecdf(tree, q, cls=0, interpolation=interpolation)
+    pos = quantile_ecdf(tree, q, cls=1, interpolation=interpolation)
+    return roc_curve_from_ecdfs(neg, pos, curve_thresholds(neg, pos, tree.spec.score_range))

@@ -15,8 +15,8 @@ from fedeval.metrics.calibration_error import (
     expected_calibration_error,
     maximum_calibration_error,
 )
-from fedeval.report._files import write_all_or_nothing
-from fedeval.report.evaluation_report import _html_table, _md_table, _png
+from fedeval.report.evaluation_report import html_table, md_table, png_data_uri
+from fedeval.report.files import write_all_or_nothing
 from fedeval.report.reliability import reliability_diagram
 
 __all__ = ["write_calibration_report"]
@@ -46,6 +46,8 @@ def write_calibration_report(
         Raw scores/probabilities/logits as the calibrator accepts them.
     test_labels : ndarray, shape (n,)
     out_dir : path
+    privacy : str, optional
+        The privacy model in words; default: the one in the calibrator's receipt.
     """
     out = Path(out_dir)
     scores = np.asarray(test_scores, dtype=np.float64)
@@ -83,15 +85,27 @@ def write_calibration_report(
             row["classwise ECE"] = classwise_calibration_error(p, labels, n_bins=n_bins)
             row["accuracy"] = float(np.mean(p.argmax(axis=1) == labels))
         rows.append(row)
-    spent = getattr(calibrator, "epsilon_spent", None)
-    receipt = f"privacy: {privacy}; ε spent: {spent}" if privacy else ""
+    # The calibrator carries the receipt of the release(s) it was learned from:
+    # its guarantee and one row per ledger entry (budget splits stay visible).
+    receipt_of = calibrator.privacy_receipt
+    guarantee = receipt_of.guarantee
+    model = privacy or receipt_of.model
+    receipt = (
+        f"privacy: {model}; ε spent: {receipt_of.epsilon_spent:.6g}, "
+        f"δ spent: {receipt_of.delta_spent:.3g}; guarantee: {guarantee.statement}"
+    )
+    budget_rows = receipt_of.rows()
     md = "\n".join(
         [
             f"# {title}",
             "",
             receipt,
             "",
-            _md_table(rows),
+            md_table(rows),
+            "",
+            "## Privacy receipt",
+            "",
+            md_table(budget_rows),
             "",
             f"Held-out examples: {labels.shape[0]}; {n_bins} equal-width bins.",
             "",
@@ -102,8 +116,9 @@ def write_calibration_report(
         "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p>{html.escape(receipt)}</p>"
-        f"<img alt='reliability diagrams' src='data:image/png;base64,{_png(fig)}'>"
-        f"{_html_table(rows)}<p>Held-out examples: {labels.shape[0]}; {n_bins} equal-width bins.</p>"
+        f"<img alt='reliability diagrams' src='data:image/png;base64,{png_data_uri(fig)}'>"
+        f"{html_table(rows)}<h2>Privacy receipt</h2>{html_table(budget_rows)}"
+        f"<p>Held-out examples: {labels.shape[0]}; {n_bins} equal-width bins.</p>"
         "</body></html>"
     )
     out.mkdir(parents=True, exist_ok=True)

@@ -20,9 +20,9 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from fedeval.evaluation import Evaluation
-from fedeval.report._files import write_all_or_nothing
+from fedeval.report.files import write_all_or_nothing
 
-__all__ = ["plot_pr", "plot_roc", "write_report"]
+__all__ = ["fmt", "html_table", "md_table", "plot_pr", "plot_roc", "png_data_uri", "write_report"]
 
 
 def plot_roc(
@@ -76,13 +76,13 @@ def plot_pr(
     return fig
 
 
-def _png(fig: Figure) -> str:
+def png_data_uri(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _fmt(x: Any) -> str:
+def fmt(x: Any) -> str:
     if isinstance(x, float):
         if math.isnan(x):
             return "n/a"
@@ -162,11 +162,11 @@ def write_report(
         "",
         "## Summary",
         "",
-        _md_table(rows),
+        md_table(rows),
         "",
         "## Threshold metrics",
         "",
-        _md_table(thr_rows),
+        md_table(thr_rows),
         "",
         "## Privacy receipt",
         "",
@@ -174,7 +174,7 @@ def write_report(
     for name, rec in receipts.items():
         md.append(f"**{name}** — {evaluations[name].tree.guarantee}")
         md.append("")
-        md.append(_md_table(rec))
+        md.append(md_table(rec))
         md.append("")
     md += [
         "Standard errors are from the privacy noise only (analytic delta method for threshold",
@@ -186,12 +186,12 @@ def write_report(
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}table{{border-collapse:collapse;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#f3f3f3}}</style></head><body>
 <h1>{html.escape(title)}</h1>
-<img alt="ROC curves" src="data:image/png;base64,{_png(roc_fig)}">
-<img alt="PR curves" src="data:image/png;base64,{_png(pr_fig)}">
-<h2>Summary</h2>{_html_table(rows)}
-<h2>Threshold metrics</h2>{_html_table(thr_rows)}
+<img alt="ROC curves" src="data:image/png;base64,{png_data_uri(roc_fig)}">
+<img alt="PR curves" src="data:image/png;base64,{png_data_uri(pr_fig)}">
+<h2>Summary</h2>{html_table(rows)}
+<h2>Threshold metrics</h2>{html_table(thr_rows)}
 <h2>Privacy receipt</h2>
-{"".join(f"<h3>{html.escape(n)}</h3><p>{html.escape(str(evaluations[n].tree.guarantee))}</p>{_html_table(r)}" for n, r in receipts.items())}
+{"".join(f"<h3>{html.escape(n)}</h3><p>{html.escape(str(evaluations[n].tree.guarantee))}</p>{html_table(r)}" for n, r in receipts.items())}
 </body></html>"""
     payload = {"summary": rows, "threshold_metrics": thr_rows, "privacy": receipts}
     targets = {
@@ -208,22 +208,22 @@ td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#f
     return targets
 
 
-def _md_table(rows: Sequence[Mapping[str, Any]]) -> str:
+def md_table(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return ""
     cols = list(dict.fromkeys(k for r in rows for k in r))
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
+    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
     return "\n".join(lines)
 
 
-def _html_table(rows: Sequence[Mapping[str, Any]]) -> str:
+def html_table(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return ""
     cols = list(dict.fromkeys(k for r in rows for k in r))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c, '')))}</td>" for c in cols) + "</tr>"
+        "<tr>" + "".join(f"<td>{html.escape(fmt(r.get(c, '')))}</td>" for c in cols) + "</tr>"
         for r in rows
     )
     return f"<table><tr>{head}</tr>{body}</table>"

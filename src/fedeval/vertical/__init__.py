@@ -2,26 +2,29 @@
 
 A non-label party (the server) holds every example's score; K label parties
 (clients) hold the labels of their own examples. The server learns the global
-ROC AUC through the rank protocol of eq. (1) without seeing any label, with
-ε-label-DP from randomized response (FedAUC_RR, §4) or from Laplace/Gaussian
-noise on the local rank sums and counts (FedAUC_Lap, §5).
+ROC AUC through the rank protocol of eq. (1) without seeing any label: the
+label parties' counts and rank sums
+(:class:`~fedeval.sketches.rank_sums.RankSumSketch`) are released under
+:class:`~fedeval.privacy.models.LabelDP` through the one pipeline — randomized
+response on every label (FedAUC_RR, §4) or Laplace/Gaussian noise on each
+party's statistics (FedAUC_Lap, §5) — and decoded here.
 
->>> import fedeval as fe                                    # doctest: +SKIP
->>> fe.vertical.auc(scores, labels, client_of_example,      # doctest: +SKIP
-...                 mechanism="local-laplace", epsilon=1.0, allocation="adaptive", rng=0)
+>>> import fedeval as fe                                               # doctest: +SKIP
+>>> fe.vertical.auc(scores, labels, client_of_example, fe.LabelDP(1.0),  # doctest: +SKIP
+...                 allocation="adaptive", rng=0)
 
 Modules
 -------
 protocol
-    Mid-ranks, the rank protocol, eq. (1), IID / by-score client assignment.
-randomized_response
-    Algorithms 1-3, the paper's eq. (7) and the delta-method variance.
-laplace
-    Global/local sensitivity, fixed/orthogonal/adaptive budget split, eqs. (8)-(9).
+    Mid-ranks, the rank protocol, eq. (1).
 estimate
-    :func:`auc`, the public entry point.
+    :func:`auc`, the public entry point, and the delta-method variance.
+randomized_response
+    Algorithm 3, the paper's eq. (7) and the delta-method variance of FedAUC_RR.
+laplace
+    The paper's closed forms eqs. (8)-(9).
 simulation
-    :func:`simulate`, vectorised repeated runs.
+    :func:`simulate`, repeated releases.
 
 References
 ----------
@@ -29,34 +32,20 @@ References
    private AUC computation in vertical federated learning", 2023.
 """
 
-from fedeval.vertical.estimate import Mechanism, VerticalAUC, auc
-from fedeval.vertical.laplace import (
-    Allocation,
-    Noise,
-    NoisePlan,
-    Sensitivity,
-    adaptive_beta,
-    global_laplace_variance_eq8,
-    laplace_variance_delta,
-    local_laplace_variance_eq9,
-    noise_plan,
-    release_local_statistics,
-)
+from fedeval.data.partition import Assignment, assign_clients
+from fedeval.sketches.rank_sums import Allocation, RankSensitivity, RankSums, adaptive_beta
+from fedeval.vertical.estimate import VerticalAUC, auc, auc_variance
+from fedeval.vertical.laplace import global_laplace_variance_eq8, local_laplace_variance_eq9
 from fedeval.vertical.protocol import (
-    Assignment,
     LocalStatistics,
     RankProtocol,
-    assign_clients,
     auc_from_rank_sum,
     local_statistics,
     mid_ranks,
-    rank_auc,
     rank_protocol,
 )
 from fedeval.vertical.randomized_response import (
     debias_auc,
-    flip_probability,
-    randomized_response,
     rr_bias_second_order,
     rr_variance_delta,
     rr_variance_eq7,
@@ -67,29 +56,22 @@ __all__ = [
     "Allocation",
     "Assignment",
     "LocalStatistics",
-    "Mechanism",
-    "Noise",
-    "NoisePlan",
     "RankProtocol",
-    "Sensitivity",
+    "RankSensitivity",
+    "RankSums",
     "SimulationResult",
     "VerticalAUC",
     "adaptive_beta",
     "assign_clients",
     "auc",
     "auc_from_rank_sum",
+    "auc_variance",
     "debias_auc",
-    "flip_probability",
     "global_laplace_variance_eq8",
-    "laplace_variance_delta",
     "local_laplace_variance_eq9",
     "local_statistics",
     "mid_ranks",
-    "noise_plan",
-    "randomized_response",
-    "rank_auc",
     "rank_protocol",
-    "release_local_statistics",
     "rr_bias_second_order",
     "rr_variance_delta",
     "rr_variance_eq7",

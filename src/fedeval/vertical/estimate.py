@@ -1,125 +1,165 @@
-"""The public entry point :func:`auc`: one private AUC evaluation in vertical FL."""
+"""The public entry point :func:`auc`: one private AUC evaluation in vertical FL.
+
+The server ranks all scores (ties get mid-ranks), each label party encodes its
+positive count and rank sum (:class:`~fedeval.sketches.rank_sums.RankSumSketch`),
+the statistics are released through :func:`fedeval.aggregation.release` under a
+:class:`~fedeval.privacy.models.LabelDP` model (randomized response on every
+label, or Laplace/Gaussian noise each party adds to its own statistics), and
+the server evaluates eq. (1). Everything after the release — the AUC, its
+delta-method standard error — is decoding.
+
+Variance
+--------
+With released coordinates v = (localP'_k, X'_k) where localSum'_k =
+a_k·localP'_k + X'_k (a_k = 0 for the fixed allocation, r̄_k for the orthogonal
+decomposition), AUC = (S − P(P−1)/2)/(PN) with S = Σ_k localSum'_k, P = Σ_k
+localP'_k. Its gradient is 1/(PN) on every X'_k and (a_k − g)/(PN) on every
+localP'_k, g = (M−1)/2 + (A − 1/2)(N − P), so Var(AUC) ≈ ∇ᵀ Σ ∇ with Σ the
+release's noise covariance. For independent noise this is
+Σ_k [(a_k − g)² V_P,k + V_X,k]/(PN)²; for randomized response on labels Σ is
+ρ(1−ρ)/(1−2ρ)² times the labels' Gram matrix, which reproduces
+:func:`~fedeval.vertical.randomized_response.rr_variance_delta` exactly.
+"""
 
 from __future__ import annotations
 
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from fedeval.aggregation import Path, Release, release
+from fedeval.data import Federation
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
-from fedeval.randomness import RNGLike, as_generator
-from fedeval.validation import (
-    check_binary_labels,
-    check_delta,
-    check_epsilon,
-    check_probability,
-    check_scores,
-)
-from fedeval.vertical.laplace import (
-    Allocation,
-    Noise,
-    Sensitivity,
-    laplace_variance_delta,
-    noise_plan,
-    release_local_statistics,
-)
+from fedeval.privacy.models import LabelDP, PrivacyModel, SecureAggregation
+from fedeval.privacy.receipt import Receipt
+from fedeval.randomness import RNGLike
+from fedeval.sketches.rank_sums import Allocation, RankSensitivity, RankSums, RankSumSketch
+from fedeval.validation import check_binary_labels, check_probability, check_scores
 from fedeval.vertical.protocol import (
     RankProtocol,
-    _build_protocol,
-    _check_client_ids,
-    _index_clients,
-    _local_statistics,
-    _mid_ranks,
-)
-from fedeval.vertical.randomized_response import (
-    debias_auc,
-    flip_probability,
-    rr_variance_delta,
+    auc_from_rank_sum,
+    check_client_ids,
+    index_clients,
+    rank_values,
 )
 
-__all__ = ["Mechanism", "VerticalAUC", "auc"]
-
-Mechanism = Literal["rr", "global-laplace", "local-laplace", "global-gaussian", "local-gaussian"]
-
-_NO_DP = Guarantee(
-    epsilon=math.inf,
-    delta=0.0,
-    unit="none",
-    statement="no differential privacy: exact local rank sums and label counts reach the server",
-)
+__all__ = ["VerticalAUC", "auc", "auc_variance", "release_rank_sums"]
 
 
 @dataclass(frozen=True)
 class VerticalAUC:
-    """A vertical-FL AUC estimate with its uncertainty and privacy guarantee.
+    """A vertical-FL AUC estimate with its uncertainty and privacy receipt.
 
     Attributes
     ----------
-    value : float
+    roc_auc : float
         The estimated AUC (unclipped; may leave [0, 1] under heavy noise).
-    standard_error : float
+    roc_auc_se : float
         Plug-in delta-method standard error from the noise distribution (0
         without noise; NaN if the released counts make it undefined).
-    mechanism : str
-        ``"rr"``, ``"global-laplace"``, ``"local-laplace"``, ``"global-gaussian"``
-        or ``"local-gaussian"``.
-    epsilon : float or None
-        ε per label; None means no noise.
-    delta : float
-        δ (0 except for Gaussian noise).
-    allocation : str or None
-        ``"fixed"``, ``"orthogonal"`` or ``"adaptive"`` for the Laplace/Gaussian
-        mechanisms; None for RR or without noise.
-    alpha : float or None
-        Share of ε on localSum (fixed allocation).
-    beta : float or None
-        Common share of ε on localP (orthogonal allocation).
+    receipt : Receipt
+        Guarantee (unit "label"), ledger entries and mechanism.
+    allocation : str
+        ``"fixed"``, ``"orthogonal"`` or ``"adaptive"``.
+    alpha, beta : float or None
+        The fixed split (share on localSum) and the common orthogonal split
+        (share on localP).
     n_examples, n_clients : int
         M and K.
-    guarantee : Guarantee
-        What the release promises (unit ``"label"``).
-    noisy_auc : float or None
-        RR only: the AUC on flipped labels before debiasing.
     released_n_pos : float
-        The positive count the server saw (P̄, noisy under DP).
+        The positive count the server estimated (P̄, noisy under DP).
     client_beta : ndarray or None
-        Per-client share on localP (orthogonal/adaptive).
+        Per-client share on localP (orthogonal/adaptive) that the noise used:
+        the split of ε for Laplace noise, of 1/σ² for Gaussian noise (read back
+        from the release by :meth:`~fedeval.sketches.rank_sums.RankSumSketch.betas_used`).
+        None for the fixed allocation, without noise, and under randomized
+        response (no budget split).
     """
 
-    value: float
-    standard_error: float
-    mechanism: str
-    epsilon: float | None
-    delta: float
-    allocation: str | None
+    roc_auc: float
+    roc_auc_se: float
+    receipt: Receipt
+    allocation: str
     alpha: float | None
     beta: float | None
     n_examples: int
     n_clients: int
-    guarantee: Guarantee
-    noisy_auc: float | None = None
     released_n_pos: float = math.nan
     client_beta: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.receipt.guarantee
+
+    @property
+    def epsilon_spent(self) -> float:
+        return self.receipt.epsilon_spent
+
     def __float__(self) -> float:
-        return self.value
+        return self.roc_auc
 
 
-def _parse_mechanism(mechanism: Any) -> tuple[Noise, Sensitivity] | None:
-    if mechanism not in get_args(Mechanism):
-        raise ValueError(f"mechanism must be one of {get_args(Mechanism)}, got {mechanism!r}")
-    if mechanism == "rr":
-        return None
-    sens, noise = str(mechanism).split("-")
-    return noise, sens  # type: ignore[return-value]
+def auc_variance(rel: Release, *, auc: float, n_pos: float, counts_exact: bool = False) -> float:
+    """Delta-method variance of eq. (1) from a rank-sum release (see the module docstring).
+
+    Parameters
+    ----------
+    rel : Release
+        A release of a :class:`~fedeval.sketches.rank_sums.RankSumSketch`.
+    auc, n_pos : float
+        A and P (true values, or the estimates for a plug-in standard error).
+    counts_exact : bool
+        Take P and N as exact (the paper's simplification in Appendices N–O):
+        only the noise in the sums counts.
+
+    Returns
+    -------
+    float
+        ∇ᵀ Σ ∇ / (PN)² with Σ the release's noise covariance (its diagonal
+        ``rel.variance`` for independent noise, ``rel.covariance`` for
+        randomized response on labels). For randomized response this equals
+        :func:`~fedeval.vertical.randomized_response.rr_variance_delta`; for the
+        fixed allocation with ``counts_exact=True`` and one example per party it
+        is eq. (8) (global sensitivity) or eq. (9) (local sensitivity).
+
+    Raises
+    ------
+    ValueError
+        If P is not strictly between 0 and M.
+    TypeError
+        If ``rel`` is not a release of a rank-sum sketch.
+
+    References
+    ----------
+    .. [1] Sun et al. (2023), eq. (1); Appendices N–O, eqs. (8)–(9).
+    """
+    sketch = rel.sketch
+    if not isinstance(sketch, RankSumSketch):
+        raise TypeError(f"auc_variance needs a release of a RankSumSketch, got a {sketch.name}")
+    m = int(sketch.ranks.size)
+    p = float(n_pos)
+    n = m - p
+    if not (0 < p < m):
+        raise ValueError(f"n_pos must lie strictly between 0 and M={m}, got {n_pos!r}")
+    k = sketch.n_clients
+    a = sketch.mean_rank if sketch.centred else np.zeros(k)
+    g = 0.0 if counts_exact else (m - 1) / 2.0 + (float(auc) - 0.5) * (n - p)
+    grad = np.concatenate([a - g, np.ones(k)])
+    if counts_exact:
+        grad[:k] = a
+    if rel.covariance is not None:
+        var = float(grad @ (rel.covariance @ grad))
+    else:
+        var = float((grad**2) @ rel.variance)
+    return var / (p * n) ** 2
 
 
-def _validate_inputs(
+def _inputs(
     scores: ArrayLike, labels: ArrayLike, client_of_example: ArrayLike
 ) -> tuple[NDArray[np.float64], NDArray[np.int8], NDArray[Any]]:
     y = check_binary_labels(labels)
@@ -135,13 +175,41 @@ def _validate_inputs(
             f"scores has {s.shape[0]} entries but the label parties hold {y.shape[0]} examples; "
             "the server must score exactly the label parties' examples"
         )
-    ids = _check_client_ids(ids, y.shape[0])
+    ids = check_client_ids(ids, y.shape[0])
     n_pos = int(y.sum())
     if n_pos == 0 or n_pos == y.shape[0]:
         raise ValueError(
             f"labels contain a single class ({n_pos} positives of {y.shape[0]}); the AUC is undefined"
         )
     return s, y, ids
+
+
+def rank_federation(protocol: RankProtocol, labels: NDArray[Any]) -> Federation:
+    """The label parties' data as a federation of (rank, label) examples."""
+    m = protocol.n_examples
+    return Federation.from_dense_index(
+        protocol.ranks,
+        np.asarray(labels, dtype=np.int64),
+        np.asarray(protocol.client_index, dtype=np.int64),
+        protocol.client_ids,
+        "binary",
+        (0.0, max(m - 1.0, 1.0)),
+    )
+
+
+def release_rank_sums(
+    protocol: RankProtocol,
+    labels: NDArray[Any],
+    privacy: PrivacyModel,
+    sketch: RankSumSketch,
+    *,
+    path: Path = "fast",
+    rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
+) -> Release:
+    """Step 3 of the protocol for every label party, through the one release pipeline."""
+    fed = rank_federation(protocol, labels)
+    return release(fed, sketch, privacy, path=path, rng=rng, ledger=ledger)
 
 
 def _warn_counts(what: str, value: float, m: int, *, stacklevel: int) -> None:
@@ -158,14 +226,15 @@ def auc(
     scores: ArrayLike,
     labels: ArrayLike,
     client_of_example: ArrayLike,
+    privacy: PrivacyModel | None = None,
     *,
-    epsilon: float | None,
-    mechanism: Mechanism = "local-laplace",
+    epsilon: float | None = None,
+    rank_sensitivity: RankSensitivity = "local",
     allocation: Allocation = "fixed",
     alpha: float = 0.5,
     beta: float = 0.5,
-    delta: float | None = None,
     clients: ArrayLike | None = None,
+    path: Path = "fast",
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
 ) -> VerticalAUC:
@@ -173,8 +242,8 @@ def auc(
 
     The server ranks all scores (ties get mid-ranks), sends each label party
     the ranks of its examples, and each party returns its rank sum over
-    positives and its positive count, protected by randomized response
-    (``"rr"``) or by Laplace/Gaussian noise; the server evaluates eq. (1).
+    positives and its positive count, protected as ``privacy`` says; the
+    server evaluates eq. (1).
 
     Parameters
     ----------
@@ -184,42 +253,47 @@ def auc(
         The label of every example (each held by its client only).
     client_of_example : array_like of int, shape (M,)
         Which label party holds each label (any integer ids).
-    epsilon : float or None, keyword-only, required
-        ε > 0 of the label-DP guarantee; None for the exact, non-private protocol.
-    mechanism : {"rr", "global-laplace", "local-laplace", "global-gaussian", "local-gaussian"}
-        ``"rr"``: FedAUC_RR (§4). ``"local-*"``: FedAUC_Lap with each client's
-        largest rank as sensitivity (§5.2). ``"global-*"``: the baseline with
-        sensitivity M - 1 (Appendix N).
+    privacy : LabelDP, optional
+        ``LabelDP(ε)`` (Laplace noise on each party's statistics, FedAUC_Lap §5),
+        ``LabelDP(ε, noise="gaussian", delta=δ)``, or ``LabelDP(ε, noise="rr")``
+        (randomized response on every label, FedAUC_RR §4). None (and no
+        ``epsilon``) runs the exact, non-private protocol.
+    epsilon : float, optional
+        Sugar for ``LabelDP(epsilon)``.
+    rank_sensitivity : {"local", "global"}
+        Δ_k of localSum_k: the party's largest rank (LocalLaplace, §5.2) or
+        M − 1 (the baseline of Appendix N; fixed allocation only).
     allocation : {"fixed", "orthogonal", "adaptive"}, default "fixed"
-        Budget split for the Laplace/Gaussian mechanisms (§5.2-5.3).
+        Budget split for the Laplace/Gaussian noise (§5.2-5.3); with
+        randomized response it only chooses the encoding.
     alpha : float, default 0.5
         Fixed split: ε_localSum = αε, ε_localP = (1-α)ε.
     beta : float, default 0.5
         Orthogonal split: share of ε on localP.
-    delta : float, optional
-        δ in (0, 1), required for the Gaussian mechanisms only.
     clients : array_like of int, optional
         The label parties taking part; each must hold at least one example.
-    ledger : BudgetLedger, optional
-        Charged (ε, δ) per label before anything is released; a release that
-        would exceed its total raises ``BudgetExceededError``.
+    path : {"fast", "faithful"}
     rng : int, Generator or None
         Source of all noise.
+    ledger : BudgetLedger, optional
+        Charged before anything is released; a release that would exceed its
+        total raises ``BudgetExceededError``.
 
     Returns
     -------
     VerticalAUC
-        ``.value``, ``.standard_error``, the parameters used and ``.guarantee``.
 
     Raises
     ------
     ValueError
-        On labels that are not 0/1 or of a single class, lengths that disagree
-        (scores vs. the label parties' examples), a declared client with no
-        examples, ε ≤ 0, α or β outside (0, 1), unknown options, a missing or
-        superfluous δ, or an allocation that the mechanism does not support.
+        On labels that are not 0/1 or of a single class, lengths that disagree,
+        a declared client with no examples, α or β outside (0, 1), or an
+        allocation the rank sensitivity does not support.
     TypeError
-        On non-numeric scores, non-integer client ids or a bad ``rng``.
+        On non-numeric scores, non-integer client ids, both ``privacy`` and
+        ``epsilon``, or a model the rank sums cannot be released under
+        (``LocalDP``, ``UserLevelDP``); a model protecting examples rather than
+        labels (``DistributedDP``) raises ``ValueError``.
 
     Warns
     -----
@@ -228,14 +302,12 @@ def auc(
 
     Notes
     -----
-    Privacy: unit ``"label"`` (neighbouring datasets differ in one label; scores
-    and the client assignment are public to the server, §3). ``"rr"`` is
-    ε-LabelDP by randomized response; the Laplace mechanisms are ε-LabelDP and
-    the Gaussian ones (ε, δ)-LabelDP per label party, and parties hold disjoint
-    examples. Each call is one release: repeated calls on the same labels
-    compose (RR's flipped labels could be reused at no cost, §4.1).
-    The estimate is reported unclipped; the RR estimate is unbiased to first
-    order, the Laplace one is a ratio with O(1/M) bias.
+    Privacy: unit "label" (neighbouring datasets differ in one label; scores
+    and the client assignment are public to the server, §3), as the receipt
+    states. Each call is one release: repeated calls on the same labels compose.
+    The estimate is reported unclipped; with randomized response it is
+    Algorithm 3's debiased AUC (the linear debiasing of the rank sums gives the
+    same value), with Laplace noise a ratio with O(1/M) bias.
 
     References
     ----------
@@ -247,135 +319,44 @@ def auc(
     --------
     >>> import numpy as np, fedeval.vertical as fv
     >>> s = np.array([0.1, 0.4, 0.35, 0.8]); y = np.array([0, 0, 1, 1])
-    >>> fv.auc(s, y, [0, 0, 1, 1], epsilon=None).value
+    >>> fv.auc(s, y, [0, 0, 1, 1]).roc_auc
     0.75
     """
-    parsed = _parse_mechanism(mechanism)
-    s, y, ids = _validate_inputs(scores, labels, client_of_example)
-    eps = None if epsilon is None else check_epsilon(epsilon)
-    if allocation not in get_args(Allocation):
-        raise ValueError(f"allocation must be one of {get_args(Allocation)}, got {allocation!r}")
+    if privacy is not None and epsilon is not None:
+        raise TypeError("give privacy (a model) or epsilon (sugar for LabelDP), not both")
+    model: PrivacyModel = (
+        privacy
+        if privacy is not None
+        else (LabelDP(epsilon) if epsilon is not None else SecureAggregation())
+    )
+    s, y, ids = _inputs(scores, labels, client_of_example)
     a = check_probability(alpha, name="alpha", open_high=True)
     b = check_probability(beta, name="beta", open_high=True)
-    if parsed is None or parsed[0] == "laplace":
-        if delta not in (None, 0, 0.0):
-            raise ValueError(f"delta is only used by the Gaussian mechanisms, got delta={delta!r}")
-    elif eps is not None:
-        if delta is None:
-            raise ValueError(f"mechanism={mechanism!r} needs delta in (0, 1); got delta=None")
-        check_delta(delta)
-    if parsed is None and allocation != "fixed":
-        raise ValueError(
-            f"allocation={allocation!r} applies to the Laplace/Gaussian mechanisms, not 'rr'"
-        )
-    if parsed is not None and parsed[1] == "global" and allocation != "fixed":
-        raise ValueError(
-            f"allocation={allocation!r} needs each client's own ranks; mechanism={mechanism!r} "
-            "supports allocation='fixed' only"
-        )
-    client_ids, index = _index_clients(ids, clients)
-    protocol = _build_protocol(_mid_ranks(s), index, client_ids)
-    m, k = protocol.n_examples, protocol.n_clients
-    gen = as_generator(rng)
-
-    if eps is None:
-        exact = _local_statistics(protocol, y)
-        return VerticalAUC(
-            value=exact.auc(),
-            standard_error=0.0,
-            mechanism=str(mechanism),
-            epsilon=None,
-            delta=0.0,
-            allocation=None,
-            alpha=None,
-            beta=None,
-            n_examples=m,
-            n_clients=k,
-            guarantee=_NO_DP,
-            released_n_pos=exact.n_pos,
-        )
-    if ledger is not None:
-        # Charged before any noise is drawn; a refusal releases nothing.
-        ledger.charge(
-            f"vertical AUC ({mechanism})",
-            eps,
-            0.0 if delta is None else float(delta),
-            unit="label",
-            details={"mechanism": str(mechanism), "n_clients": k},
-        )
-    if parsed is None:
-        return _rr(protocol, y, eps, gen)
-    noise, sens = parsed
-    plan = noise_plan(
-        protocol,
-        epsilon=eps,
-        noise=noise,
-        sensitivity=sens,
-        allocation=allocation,
-        alpha=a,
-        beta=b,
-        delta=delta,
+    client_ids, index = index_clients(ids, clients)
+    protocol = RankProtocol(rank_values(s), index, client_ids)
+    sketch = protocol.sketch(
+        allocation=allocation, alpha=a, beta=b, rank_sensitivity=rank_sensitivity
     )
-    released = release_local_statistics(protocol, y, plan, rng=gen)
-    p_bar = released.n_pos
-    _warn_counts("the released positive count P̄", p_bar, m, stacklevel=3)
-    value = released.auc()
-    se = math.nan
-    if 0 < p_bar < m and math.isfinite(value):
-        se = math.sqrt(laplace_variance_delta(protocol, plan, auc=value, n_pos=p_bar))
-    return VerticalAUC(
-        value=value,
-        standard_error=se,
-        mechanism=str(mechanism),
-        epsilon=eps,
-        delta=plan.delta,
-        allocation=allocation,
-        alpha=plan.alpha,
-        beta=plan.beta,
-        n_examples=m,
-        n_clients=k,
-        guarantee=plan.guarantee(),
-        released_n_pos=p_bar,
-        client_beta=plan.client_beta,
-    )
-
-
-def _rr(
-    protocol: RankProtocol, y: NDArray[np.int8], eps: float, gen: np.random.Generator
-) -> VerticalAUC:
+    rel = release_rank_sums(protocol, y, model, sketch, path=path, rng=rng, ledger=ledger)
+    sums: RankSums = rel.decode()
     m = protocol.n_examples
-    rho = flip_probability(eps)
-    flipped = (y ^ (gen.random(m) < rho)).astype(np.int8)  # Algorithm 1, all clients
-    noisy = _local_statistics(protocol, flipped)  # Algorithm 2
-    p_bar = noisy.n_pos
-    noisy_auc = noisy.auc()
-    value = debias_auc(noisy_auc, p_bar, m, epsilon=eps)  # Algorithm 3
-    p_est = (p_bar - m * rho) / (1.0 - 2.0 * rho)
-    _warn_counts("the estimated positive count P'", p_est, m, stacklevel=4)
-    se = math.nan
-    if 0 < p_est < m and math.isfinite(value):
-        se = math.sqrt(rr_variance_delta(protocol.ranks, n_pos=p_est, auc=value, epsilon=eps))
+    p_bar = float(sums.local_pos.sum())
+    value = float(auc_from_rank_sum(float(sums.local_sum.sum()), p_bar, m))
+    se = 0.0
+    if rel.guarantee.is_private:
+        _warn_counts("the released positive count P̄", p_bar, m, stacklevel=2)
+        se = math.nan
+        if 0 < p_bar < m and math.isfinite(value):
+            se = math.sqrt(max(auc_variance(rel, auc=value, n_pos=p_bar), 0.0))
     return VerticalAUC(
-        value=value,
-        standard_error=se,
-        mechanism="rr",
-        epsilon=eps,
-        delta=0.0,
-        allocation=None,
-        alpha=None,
-        beta=None,
+        roc_auc=value,
+        roc_auc_se=se,
+        receipt=rel.receipt,
+        allocation=allocation,
+        alpha=a if allocation == "fixed" else None,
+        beta=b if allocation == "orthogonal" else None,
         n_examples=m,
         n_clients=protocol.n_clients,
-        guarantee=Guarantee(
-            epsilon=eps,
-            delta=0.0,
-            unit="label",
-            statement=(
-                f"randomized response flips each label with probability 1/(1+e^eps) = {rho:.4g}, "
-                "so each released label is eps-LabelDP; the rank sums and counts sent to the "
-                "server are post-processing of the flipped labels"
-            ),
-        ),
-        noisy_auc=noisy_auc,
         released_n_pos=p_bar,
+        client_beta=sketch.betas_used(rel),
     )

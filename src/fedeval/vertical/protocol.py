@@ -18,14 +18,22 @@ so the sensitivities of §5 are unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import rankdata
 
-from fedeval.randomness import RNGLike, as_generator
-from fedeval.validation import check_binary_labels, check_int_at_least, check_scores
+from fedeval.data.partition import Assignment, assign_clients
+from fedeval.sketches.rank_sums import (
+    Allocation,
+    PartyRanks,
+    RankSensitivity,
+    RankSumSketch,
+    party_ranks,
+)
+from fedeval.validation import check_binary_labels, check_scores
 
 __all__ = [
     "Assignment",
@@ -35,11 +43,9 @@ __all__ = [
     "auc_from_rank_sum",
     "local_statistics",
     "mid_ranks",
-    "rank_auc",
     "rank_protocol",
+    "rank_values",
 ]
-
-Assignment = Literal["iid", "by-score"]
 
 _INF_RANGE = (-np.inf, np.inf)
 
@@ -69,10 +75,11 @@ def mid_ranks(scores: ArrayLike) -> NDArray[np.float64]:
        federated learning", §2.4 and Appendix H.2 (ranks r_i from 0 to M - 1).
     """
     s = check_scores(scores, score_range=_INF_RANGE)
-    return _mid_ranks(s)
+    return rank_values(s)
 
 
-def _mid_ranks(s: NDArray[np.float64]) -> NDArray[np.float64]:
+def rank_values(s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Mid-ranks of already validated scores."""
     return np.asarray(rankdata(s, method="average"), dtype=np.float64) - 1.0
 
 
@@ -88,27 +95,44 @@ class RankProtocol:
         Client of every example as an index 0..K-1 into ``client_ids``.
     client_ids : ndarray, shape (K,)
         The label parties' original ids, sorted.
-    counts : ndarray of int64, shape (K,)
-        |Y_k|, the number of examples of each client (all ≥ 1).
-    max_rank, min_rank, mean_rank : ndarray of float64, shape (K,)
-        Largest, smallest and mean rank of each client's examples. ``max_rank``
-        is the local L1 sensitivity of localSum_k (§5.2); ``mean_rank`` is the
-        coefficient of the all-ones component in the orthogonal decomposition
-        r = u' + v' (§5.3).
 
     Notes
     -----
     Ranks depend only on scores, which the threat model treats as known to the
     server (§3), so everything here is public with respect to label privacy.
+    The per-party statistics (``counts``, ``max_rank``, ``mean_rank``, ...)
+    come from :func:`fedeval.sketches.rank_sums.party_ranks`.
     """
 
     ranks: NDArray[np.float64]
     client_index: NDArray[np.intp]
     client_ids: NDArray[Any]
-    counts: NDArray[np.int64]
-    max_rank: NDArray[np.float64]
-    min_rank: NDArray[np.float64]
-    mean_rank: NDArray[np.float64]
+
+    @cached_property
+    def stats(self) -> PartyRanks:
+        return party_ranks(self.ranks, self.client_index, int(self.client_ids.shape[0]))
+
+    @property
+    def counts(self) -> NDArray[np.int64]:
+        """|Y_k|, the number of examples of each client (all ≥ 1)."""
+        return self.stats.counts
+
+    @property
+    def max_rank(self) -> NDArray[np.float64]:
+        return self.stats.max_rank
+
+    @property
+    def min_rank(self) -> NDArray[np.float64]:
+        return self.stats.min_rank
+
+    @property
+    def mean_rank(self) -> NDArray[np.float64]:
+        return self.stats.mean_rank
+
+    @property
+    def spread(self) -> NDArray[np.float64]:
+        """‖v'_k‖∞ = max_i |r_i - mean_rank_k| per client, shape (K,) (§5.3)."""
+        return self.stats.spread
 
     @property
     def n_examples(self) -> int:
@@ -118,7 +142,7 @@ class RankProtocol:
     @property
     def n_clients(self) -> int:
         """K, the number of label parties."""
-        return int(self.counts.shape[0])
+        return int(self.client_ids.shape[0])
 
     @property
     def global_mean_rank(self) -> float:
@@ -126,43 +150,32 @@ class RankProtocol:
         return (self.n_examples - 1) / 2.0
 
     @property
-    def spread(self) -> NDArray[np.float64]:
-        """‖v'_k‖∞ = max_i |r_i - mean_rank_k| per client, shape (K,) (§5.3)."""
-        return np.maximum(self.max_rank - self.mean_rank, self.mean_rank - self.min_rank)
-
-    @property
     def centered_sum_of_squares(self) -> float:
         """Σ_i (r_i - (M - 1)/2)², equal to M(M² - 1)/12 without ties."""
         c = self.ranks - self.global_mean_rank
         return float(c @ c)
 
-
-def _build_protocol(
-    ranks: NDArray[np.float64],
-    client_index: NDArray[np.intp],
-    client_ids: NDArray[Any],
-) -> RankProtocol:
-    """Assemble a :class:`RankProtocol`; every client must own an example."""
-    n_clients = int(client_ids.shape[0])
-    counts = np.bincount(client_index, minlength=n_clients).astype(np.int64)
-    order = np.argsort(client_index, kind="stable")
-    grouped = ranks[order]
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    max_rank = np.maximum.reduceat(grouped, starts)
-    min_rank = np.minimum.reduceat(grouped, starts)
-    mean_rank = np.bincount(client_index, weights=ranks, minlength=n_clients) / counts
-    return RankProtocol(
-        ranks=ranks,
-        client_index=client_index,
-        client_ids=client_ids,
-        counts=counts,
-        max_rank=max_rank.astype(np.float64),
-        min_rank=min_rank.astype(np.float64),
-        mean_rank=mean_rank,
-    )
+    def sketch(
+        self,
+        *,
+        allocation: Allocation = "fixed",
+        alpha: float = 0.5,
+        beta: float = 0.5,
+        rank_sensitivity: RankSensitivity = "local",
+    ) -> RankSumSketch:
+        """The label parties' encoding of step 3 under a budget allocation."""
+        return RankSumSketch(
+            self.ranks,
+            np.asarray(self.client_index, dtype=np.int64),
+            self.n_clients,
+            allocation,
+            alpha,
+            beta,
+            rank_sensitivity,
+        )
 
 
-def _check_client_ids(client_of_example: Any, n_examples: int) -> NDArray[Any]:
+def check_client_ids(client_of_example: Any, n_examples: int) -> NDArray[Any]:
     arr = np.asarray(client_of_example)
     if arr.ndim != 1:
         raise ValueError(f"client_of_example must be 1-dimensional, got shape {arr.shape}")
@@ -176,7 +189,7 @@ def _check_client_ids(client_of_example: Any, n_examples: int) -> NDArray[Any]:
     return arr
 
 
-def _index_clients(
+def index_clients(
     client_of_example: NDArray[Any], clients: ArrayLike | None
 ) -> tuple[NDArray[Any], NDArray[np.intp]]:
     """Map arbitrary integer ids to 0..K-1, checking declared clients are non-empty."""
@@ -242,9 +255,9 @@ def rank_protocol(
     s = check_scores(scores, score_range=_INF_RANGE)
     if s.shape[0] == 0:
         raise ValueError("scores is empty; at least one example is needed")
-    ids = _check_client_ids(client_of_example, s.shape[0])
-    client_ids, index = _index_clients(ids, clients)
-    return _build_protocol(_mid_ranks(s), index, client_ids)
+    ids = check_client_ids(client_of_example, s.shape[0])
+    client_ids, index = index_clients(ids, clients)
+    return RankProtocol(rank_values(s), index, client_ids)
 
 
 @dataclass(frozen=True, eq=False)
@@ -290,18 +303,6 @@ class LocalStatistics:
         return float(auc_from_rank_sum(self.global_sum, self.n_pos, self.n_examples))
 
 
-def _local_statistics(protocol: RankProtocol, y: NDArray[Any]) -> LocalStatistics:
-    k = protocol.n_clients
-    yf = y.astype(np.float64)
-    local_sum = np.bincount(protocol.client_index, weights=protocol.ranks * yf, minlength=k)
-    local_pos = np.bincount(protocol.client_index, weights=yf, minlength=k)
-    return LocalStatistics(
-        local_sum=local_sum.astype(np.float64),
-        local_pos=local_pos.astype(np.float64),
-        counts=protocol.counts,
-    )
-
-
 def local_statistics(protocol: RankProtocol, labels: ArrayLike) -> LocalStatistics:
     """Client side of the rank protocol, for all clients at once (no noise).
 
@@ -332,7 +333,16 @@ def local_statistics(protocol: RankProtocol, labels: ArrayLike) -> LocalStatisti
         raise ValueError(
             f"labels has {y.shape[0]} entries but the protocol ranks {protocol.n_examples} examples"
         )
-    return _local_statistics(protocol, y)
+    yf = y.astype(np.float64)
+    k = protocol.n_clients
+    idx = protocol.client_index
+    local_sum = np.bincount(idx, weights=protocol.ranks * yf, minlength=k)
+    local_pos = np.bincount(idx, weights=yf, minlength=k)
+    return LocalStatistics(
+        local_sum=np.asarray(local_sum, dtype=np.float64),
+        local_pos=np.asarray(local_pos, dtype=np.float64),
+        counts=protocol.counts,
+    )
 
 
 def auc_from_rank_sum(
@@ -365,87 +375,3 @@ def auc_from_rank_sum(
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(denom != 0, (s - p * (p - 1.0) / 2.0) / denom, np.nan)
     return float(out) if out.ndim == 0 else out
-
-
-def rank_auc(scores: ArrayLike, labels: ArrayLike) -> float:
-    """Exact AUC by the rank protocol with a single label party (eq. 1).
-
-    Parameters
-    ----------
-    scores : array_like, shape (M,)
-    labels : array_like of {0, 1}, shape (M,)
-
-    Returns
-    -------
-    float
-        Equal to :func:`sklearn.metrics.roc_auc_score` (ties count one half).
-
-    Raises
-    ------
-    ValueError
-        If only one class is present (the AUC is undefined), or on bad input.
-    """
-    s = check_scores(scores, score_range=_INF_RANGE)
-    y = check_binary_labels(labels)
-    if y.shape[0] != s.shape[0]:
-        raise ValueError(f"scores has {s.shape[0]} entries but labels has {y.shape[0]}")
-    p = int(y.sum())
-    if p == 0 or p == y.shape[0]:
-        raise ValueError("labels contain a single class; the AUC is undefined")
-    return float(auc_from_rank_sum(float(_mid_ranks(s) @ y), p, int(y.shape[0])))
-
-
-def assign_clients(
-    scores: ArrayLike,
-    n_clients: int,
-    *,
-    assignment: Assignment = "iid",
-    rng: RNGLike = None,
-) -> NDArray[np.intp]:
-    """Split M examples into K clients of sizes ⌊M/K⌋ or ⌈M/K⌉ (the paper's settings).
-
-    Parameters
-    ----------
-    scores : array_like, shape (M,)
-        Scores (used by ``"by-score"``).
-    n_clients : int
-        K, between 1 and M (every client gets at least one example).
-    assignment : {"iid", "by-score"}
-        ``"iid"``: a uniformly random partition. ``"by-score"`` (the paper's
-        Non-IID): examples sorted by score and cut into K contiguous blocks, so
-        similar scores share a client.
-    rng : int, Generator or None
-        Randomness for ``"iid"``.
-
-    Returns
-    -------
-    ndarray of intp, shape (M,)
-        Client index 0..K-1 of every example.
-
-    Raises
-    ------
-    ValueError
-        If K > M (some client would have no examples) or ``assignment`` is unknown.
-
-    References
-    ----------
-    .. [1] Sun et al. (2023), §6.2.2 (IID and Non-IID simulations).
-    """
-    s = check_scores(scores, score_range=_INF_RANGE)
-    m = int(s.shape[0])
-    k = check_int_at_least(n_clients, 1, name="n_clients")
-    if k > m:
-        raise ValueError(
-            f"n_clients={k} exceeds the number of examples M={m}; some client would have no examples"
-        )
-    if assignment not in get_args(Assignment):
-        raise ValueError(f"assignment must be one of {get_args(Assignment)}, got {assignment!r}")
-    block = (np.arange(m, dtype=np.int64) * k // m).astype(np.intp)
-    order = (
-        np.argsort(s, kind="stable")
-        if assignment == "by-score"
-        else as_generator(rng).permutation(m)
-    )
-    out = np.empty(m, dtype=np.intp)
-    out[order] = block
-    return out

@@ -1,8 +1,12 @@
-"""FedAUC_RR: randomized-response label flipping and AUC debiasing (Sun et al. 2023, §4).
+"""FedAUC_RR: AUC debiasing and variance formulas (Sun et al. 2023, §4).
 
 Each client flips each of its labels with probability ρ = 1/(1 + e^ε)
-(Algorithm 1), runs the rank protocol on the flipped labels (Algorithm 2) and
-the server debiases the noisy AUC (Algorithm 3, eqs. 3-4 and 10-12).
+(Algorithm 1; :func:`fedeval.privacy.mechanisms.randomized_response.flip_labels`,
+applied by the release pipeline under ``LabelDP(ε, noise="rr")``), runs the rank
+protocol on the flipped labels (Algorithm 2) and the server debiases the noisy
+AUC (Algorithm 3, eqs. 3-4 and 10-12). The pipeline debiases the rank sums
+linearly, which gives the same estimate (shown below); :func:`debias_auc` is
+Algorithm 3 as the paper writes it.
 
 Variance of the debiased estimator
 ----------------------------------
@@ -42,71 +46,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
-from fedeval.randomness import RNGLike, as_generator
-from fedeval.validation import check_binary_labels, check_epsilon, check_int_at_least
+from fedeval.privacy.mechanisms.randomized_response import flip_probability
+from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = [
     "debias_auc",
-    "flip_probability",
-    "randomized_response",
     "rr_bias_second_order",
     "rr_variance_delta",
     "rr_variance_eq7",
 ]
-
-
-def flip_probability(epsilon: float) -> float:
-    """ρ = 1/(1 + e^ε), the label-flip probability of ε-randomized response (eq. 2).
-
-    Raises
-    ------
-    ValueError, TypeError
-        If ``epsilon`` is not a finite number > 0.
-
-    References
-    ----------
-    .. [1] Sun et al. (2023), eq. (2); Warner (1965).
-    """
-    return float(expit(-check_epsilon(epsilon)))
-
-
-def randomized_response(
-    labels: ArrayLike, *, epsilon: float, rng: RNGLike = None
-) -> NDArray[np.int8]:
-    """Algorithm 1: flip each 0/1 label independently with probability 1/(1 + e^ε).
-
-    Parameters
-    ----------
-    labels : array_like of {0, 1}, shape (M,)
-    epsilon : float
-        ε > 0.
-    rng : int, Generator or None
-        Source of the flips.
-
-    Returns
-    -------
-    ndarray of int8, shape (M,)
-        The flipped labels ỹ.
-
-    Raises
-    ------
-    ValueError, TypeError
-        If labels are not 0/1 or ε ≤ 0.
-
-    Notes
-    -----
-    Privacy: Pr[ỹ = y] / Pr[ỹ = 1 - y] = e^ε, so each flipped label is
-    ε-LabelDP (and ε-local DP for the label); anything computed from the
-    flipped labels is post-processing.
-
-    References
-    ----------
-    .. [1] Sun et al. (2023), Algorithm 1 and eq. (2).
-    """
-    y = check_binary_labels(labels)
-    rho = flip_probability(epsilon)
-    flips = as_generator(rng).random(y.shape[0]) < rho
-    return (y ^ flips).astype(np.int8)
 
 
 @overload

@@ -1,0 +1,163 @@
+"""The Flower server's side: from summed replies to the release and the evaluation.
+
+The server runs the pipeline's own server steps,
+:func:`~fedeval.aggregation.finish_sum` (a secure or plaintext sum of client
+vectors) and :func:`~fedeval.aggregation.finish_reports` (per-level sums of
+local-DP reports), with the mechanism the plan describes, then the sketch's
+decode. Nothing is re-implemented here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fedeval.aggregation import finish_reports, finish_sum
+from fedeval.evaluation import Evaluation, resolve_parameters
+from fedeval.flower.plan import EvaluationPlan
+from fedeval.flower.secagg import clipping_delta
+from fedeval.privacy.sampling import assign_groups
+from fedeval.randomness import RNGLike, as_generator
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+
+__all__ = ["RunFacts", "assign_levels", "build_evaluation", "decode_ldp", "decode_sum"]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the Flower server observed, attached to the result."""
+
+    n_selected: int
+    n_used: int
+    used_clients: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)
+    secure_aggregation: bool = True
+    secagg: dict[str, Any] = field(default_factory=dict)
+
+
+def decode_sum(
+    plan: EvaluationPlan,
+    summed: NDArray[np.int64],
+    n_received: int,
+    *,
+    clip_probability: float = 0.0,
+) -> HierarchicalHistogram:
+    """The released hierarchy from the sum of exact or noise-share replies.
+
+    With fewer shares than the threshold the guarantee is the one that holds
+    for that many shares (:meth:`~fedeval.privacy.mechanism_for.Mechanism.when_received`,
+    applied by :func:`~fedeval.aggregation.finish_sum`); the probability that
+    SecAgg+ clipped an honest share is added to δ, with the ε that holds
+    (:func:`~fedeval.flower.secagg.clipping_delta`).
+
+    Parameters
+    ----------
+    plan : EvaluationPlan
+    summed : ndarray of int64, shape (plan.vector_length,)
+    n_received : int
+        Contributions in the sum.
+    clip_probability : float
+        Probability that clipping touched an honest share.
+    """
+    mech = plan.mechanism()
+    # The clipping δ scales with the ε that holds for the shares that arrived.
+    eps = mech.when_received(n_received).guarantee.epsilon
+    eps = eps if math.isfinite(eps) else 0.0
+    mech = mech.with_added_delta(
+        clipping_delta(eps, clip_probability),
+        "SecAgg+ clipping of honest noise shares",
+        {"clip_probability": clip_probability},
+    )
+    vec = np.asarray(summed, dtype=np.int64)
+    sketch = plan.sent_sketch
+    if vec.shape != (sketch.length,):
+        raise ValueError(f"summed vector has shape {vec.shape}, expected ({sketch.length},)")
+    tree: HierarchicalHistogram = finish_sum(sketch, mech, vec, n_received, path="flower").decode()
+    return tree
+
+
+def decode_ldp(
+    plan: EvaluationPlan,
+    raw_by_level: Sequence[NDArray[np.int64]],
+    n_reports_by_level: NDArray[np.int64],
+    clients_by_level: NDArray[np.int64],
+) -> HierarchicalHistogram:
+    """The released hierarchy from per-level sums of local-DP reports.
+
+    Parameters
+    ----------
+    plan : EvaluationPlan
+    raw_by_level : list of ndarray of int64
+        Level k (index k-1): summed reports, length 2·b^k.
+    n_reports_by_level : ndarray of int64, shape (h,)
+        Reports (examples) per level.
+    clients_by_level : ndarray of int64, shape (h,)
+        Clients per level (m_k).
+    """
+    mech = plan.mechanism()
+    if mech.placement != "local":
+        raise ValueError("decode_ldp handles local-DP plans; use decode_sum otherwise")
+    tree: HierarchicalHistogram = finish_reports(
+        plan.sketch,
+        mech,
+        list(raw_by_level),
+        np.asarray(n_reports_by_level),
+        np.asarray(clients_by_level),
+        path="flower",
+    ).decode()
+    return tree
+
+
+def build_evaluation(
+    tree: HierarchicalHistogram,
+    plan: EvaluationPlan,
+    *,
+    n_buckets: int | None = None,
+    n_quantiles: int | None = None,
+    interpolation: str = "pchip",
+    pr_strategy: str = "separate",
+    auc_buckets: str = "equi-depth",
+    height_planned: bool = False,
+    bootstrap_replicates: int = 200,
+    seed: int = 0,
+    facts: RunFacts | None = None,
+) -> Evaluation:
+    """An :class:`~fedeval.evaluation.Evaluation` from a decoded (raw) tree.
+
+    Same post-processing and parameter rules as :func:`fedeval.evaluate`
+    (consistency, bucket and quantile defaults from :func:`fedeval.plan`), so
+    :func:`fedeval.report.write_report` writes the same report. ``parameters``
+    additionally holds ``"flower"``: the facts of the run (clients selected,
+    used, failed, rejected, SecAgg+ settings).
+    """
+    model = plan.model
+    chosen, params = resolve_parameters(
+        model,
+        n_clients=max(tree.n_clients, 1),
+        n_examples=max(1, round(float(tree.totals().sum()))),
+        height=plan.height,
+        branching=plan.branching,
+        n_buckets=n_buckets,
+        n_quantiles=n_quantiles,
+        interpolation=interpolation,
+        pr_strategy=pr_strategy,
+        auc_buckets=auc_buckets,
+        level_budget="assign" if plan.mechanism().placement == "local" else "split",
+        path="flower",
+    )
+    params["planned"]["height"] = height_planned
+    if facts is not None:
+        params["flower"] = asdict(facts)
+    consistent = tree if tree.is_consistent else tree.consistent()
+    return Evaluation(consistent, params, chosen, bootstrap_replicates, seed)
+
+
+def assign_levels(n_clients: int, height: int, rng: RNGLike) -> NDArray[np.int64]:
+    """Levels 1..h for local-DP clients: a uniformly random near-equal split."""
+    return assign_groups(n_clients, height, as_generator(rng)) + 1
