@@ -23,11 +23,13 @@ ECE bins (equal width), the methods are
   from one height-10 hierarchy (independent of K).
 
 Every federated calibrator is one private release; the repetitions vary the
-noise (``--reps``, default 5; ``--quick`` 2). Writes
-``benchmarks/out/calibration/fig5_ece_vs_bins.csv`` (every run),
-``fig5_summary.csv`` (mean and standard deviation) and ``fig5_ece_vs_bins.png``.
+noise (``--reps``, default 5; ``--quick`` 2). Every calibrator carries the
+receipt of its release; the CSV records the ε it charged (``epsilon_spent``,
+0 without DP). Writes ``benchmarks/out/calibration/fig5_ece_vs_bins.csv``
+(every run; ``--out`` for another folder), ``fig5_summary.csv`` (mean and
+standard deviation) and ``fig5_ece_vs_bins.png``.
 
-Run: ``.venv/bin/python benchmarks/bench_calibration_binary.py [--quick]``.
+Run: ``.venv/bin/python benchmarks/bench_calibration_binary.py [--quick] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -89,10 +91,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="60k examples, 2 repetitions")
     parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default {OUT})")
     args = parser.parse_args()
     n_total = 60_000 if args.quick else 240_000
     reps = args.reps if args.reps is not None else (2 if args.quick else 5)
-    OUT.mkdir(parents=True, exist_ok=True)
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
 
     t0 = time.perf_counter()
     s_cal, y_cal, s_test, y_test = make_data(n_total)
@@ -121,6 +125,7 @@ def main() -> None:
                     if rep > 0 and method in fixed:
                         continue  # deterministic baselines: one row per K
                     e = expected_calibration_error(preds_k[method], y_test, n_bins=k)
+                    charged = {"binning": cal, "binning-default": default, "bbq": bq}.get(method)
                     rows.append(
                         {
                             "privacy": pname,
@@ -138,11 +143,13 @@ def main() -> None:
                             "bbq_top_bins": (
                                 bq.n_bins[int(np.argmax(bq.weights))] if method == "bbq" else ""
                             ),
+                            # ε charged by the calibrator's one release (its receipt)
+                            "epsilon_spent": "" if charged is None else charged.epsilon_spent,
                         }
                     )
         print(f"{pname}: {reps} repetitions in {time.perf_counter() - t1:.1f}s")
 
-    with (OUT / "fig5_ece_vs_bins.csv").open("w", newline="") as fh:
+    with (out / "fig5_ece_vs_bins.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
@@ -161,7 +168,7 @@ def main() -> None:
         }
         for (p, m, k), v in sorted(groups.items())
     ]
-    with (OUT / "fig5_summary.csv").open("w", newline="") as fh:
+    with (out / "fig5_summary.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(summary[0]))
         writer.writeheader()
         writer.writerows(summary)
@@ -181,7 +188,7 @@ def main() -> None:
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("ECE on test half")
     axes[0].legend(fontsize="small")
-    fig.savefig(OUT / "fig5_ece_vs_bins.png", dpi=120)
+    fig.savefig(out / "fig5_ece_vs_bins.png", dpi=120)
 
     print(f"\n{'privacy':<14}{'method':<17}" + "".join(f"K={k:<7}" for k in BINS))
     for pname in PRIVACY:
@@ -192,7 +199,7 @@ def main() -> None:
                 if r["privacy"] == pname and r["method"] == method
             }
             print(f"{pname:<14}{method:<17}" + "".join(f"{vals[k]:<9.4f}" for k in BINS))
-    print(f"\nwrote {OUT}/fig5_ece_vs_bins.csv, fig5_summary.csv, fig5_ece_vs_bins.png")
+    print(f"\nwrote {out}/fig5_ece_vs_bins.csv, fig5_summary.csv, fig5_ece_vs_bins.png")
     print(f"total {time.perf_counter() - t0:.1f}s")
 
 

@@ -46,8 +46,8 @@ from sklearn.preprocessing import StandardScaler
 
 from fedeval.calibration.federated import calibrate_multiclass
 from fedeval.data import Federation
+from fedeval.data.partition import dirichlet
 from fedeval.metrics.calibration_error import classwise_calibration_error
-from fedeval.partition import dirichlet
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
 
 OUT = Path(__file__).resolve().parent / "out" / "calibration_multiclass"
@@ -171,7 +171,7 @@ def run(quick: bool, repeats: int, log: Callable[[str], None] = print) -> list[d
                             {"dataset": name, "repeat": rep, "beta": beta, "rounds": t,
                              "epsilon": "none" if eps is None else eps, "n_clients": fed.n_clients, "method": "Base",
                              "cwece_pct": base_ece, "accuracy": base_acc, "acc_drop": 0.0,
-                             "seconds": 0.0, "epsilon_spent": 0.0}
+                             "seconds": 0.0, "epsilon_spent": 0.0, "delta_spent": 0.0}
                         )  # fmt: skip
                         for label, method, options in METHODS:
                             t1 = time.perf_counter()
@@ -199,9 +199,9 @@ def run(quick: bool, repeats: int, log: Callable[[str], None] = print) -> list[d
                                     "accuracy": acc,
                                     "acc_drop": base_acc - acc,
                                     "seconds": time.perf_counter() - t1,
-                                    "epsilon_spent": 0.0
-                                    if eps is None
-                                    else float(cal.epsilon_spent),
+                                    # from the calibrator's receipt (0 without DP)
+                                    "epsilon_spent": cal.epsilon_spent,
+                                    "delta_spent": cal.delta_spent,
                                 }
                             )
                         log(f"  {name} β={beta} T={t} ε={eps}: done")

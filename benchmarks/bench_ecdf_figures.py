@@ -11,6 +11,14 @@
 * Figure 6: relative MSE E[(Ĥ - H)²]/H² of the DP Hosmer-Lemeshow statistic
   (Algorithm 2, Q = 10, L = 10) vs ε on the same model.
 
+Every release goes through the one pipeline: ``private_ecdf(..., epsilon=ε)`` is
+``DistributedDP(ε, neighbouring="replace")`` (Theorem 1), with discrete Laplace
+noise on the tree nodes (Pólya shares summing to discrete Laplace) where the
+paper draws continuous Laplace; its variance 2α/(1-α)², α = e^{-ε/(L+1)}, is
+slightly below the paper's 2((L+1)/ε)², so the curves are comparable. The ROC
+curve uses scikit-learn's rule "score ≥ t" and the Hosmer–Lemeshow groups are
+left-closed, [t_{q-1}, t_q).
+
 X_pois(λ): for every i in [N] the number of examples with value i is Pois(λ);
 N = 2^15 as in the paper (``--quick``: N = 2^10 and fewer runs/ε values).
 The paper averages 100 runs; the default here is 10 (``--runs``).

@@ -1,7 +1,9 @@
 """Figure 7 of Barczewski, Mawass & Ramon (2025): runtime of the smoothing problem (eq. 3) vs N.
 
-Solves eq. (3) on B = all N grid points of a private ECDF of X_pois(3) (ε = 1)
-for N = 2^8 .. 2^15 (``--quick``: up to 2^12), with every solver tried:
+Solves eq. (3) on B = all N grid points of a private ECDF of X_pois(3) (ε = 1,
+replacement neighbours, discrete Laplace node noise: the library's one tree
+mechanism, where the paper uses continuous Laplace) for N = 2^8 .. 2^15
+(``--quick``: up to 2^12), with every solver tried:
 
 * L1 (LP): HiGHS through ``scipy.optimize.linprog`` -- "highs" (automatic
   choice, fedeval's default), "highs-ds" (dual simplex), "highs-ipm"
@@ -33,7 +35,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 from fedeval.ecdf import private_ecdf, smoothing_problem
-from fedeval.ecdf.smoothing import SmoothingProblem, _solve_clarabel, _solve_highs_l1
+from fedeval.postprocess.smoothing import SmoothingProblem, _solve_clarabel, _solve_highs_l1
 
 OUT = Path(__file__).parent / "out" / "ecdf"
 

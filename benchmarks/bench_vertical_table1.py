@@ -38,6 +38,7 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
+import fedeval as fe
 import fedeval.vertical as fv
 
 M_CRITEO = 458_407
@@ -116,23 +117,19 @@ PAPER_TABLE2: dict[str, dict[float, dict[int, float]]] = {
     },
 }
 
-# method label -> simulate() keyword arguments
-METHODS: dict[str, dict[str, str]] = {
-    "RR": {"mechanism": "rr"},
-    "GlobalLaplace": {"mechanism": "global-laplace", "assignment": "iid"},
-    "LocalLaplace (IID)": {"mechanism": "local-laplace", "assignment": "iid"},
-    "LocalLaplace (Non-IID)": {"mechanism": "local-laplace", "assignment": "by-score"},
-    "adaptive (IID)": {
-        "mechanism": "local-laplace",
-        "assignment": "iid",
-        "allocation": "adaptive",
-    },
-    "adaptive (Non-IID)": {
-        "mechanism": "local-laplace",
-        "assignment": "by-score",
-        "allocation": "adaptive",
-    },
+# method label -> (LabelDP noise, other simulate() keyword arguments)
+METHODS: dict[str, tuple[str, dict[str, str]]] = {
+    "RR": ("rr", {}),
+    "GlobalLaplace": ("laplace", {"rank_sensitivity": "global", "assignment": "iid"}),
+    "LocalLaplace (IID)": ("laplace", {"assignment": "iid"}),
+    "LocalLaplace (Non-IID)": ("laplace", {"assignment": "by-score"}),
+    "adaptive (IID)": ("laplace", {"assignment": "iid", "allocation": "adaptive"}),
+    "adaptive (Non-IID)": ("laplace", {"assignment": "by-score", "allocation": "adaptive"}),
 }
+
+
+def _privacy(noise: str, epsilon: float) -> fe.LabelDP:
+    return fe.LabelDP(epsilon, noise=noise)  # type: ignore[arg-type]
 
 
 def make_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -172,7 +169,7 @@ def table1(
     rows: list[list[str]] = []
     run = 0
     for eps in EPSILONS:
-        for method, kw in METHODS.items():
+        for method, (noise, kw) in METHODS.items():
             cells = []
             for k in clients if method != "RR" else clients[:1]:
                 run += 1
@@ -180,7 +177,7 @@ def table1(
                     scores,
                     labels,
                     n_clients=k,
-                    epsilon=eps,
+                    privacy=_privacy(noise, eps),
                     n_reps=reps,
                     rng=seed * 1000 + run,
                     **kw,  # type: ignore[arg-type]
@@ -248,7 +245,8 @@ def _oracle_adaptive_std(
     """
     proto = fv.rank_protocol(scores, index)
     m, p = labels.size, int(labels.sum())
-    g = proto.global_mean_rank + (fv.rank_auc(scores, labels) - 0.5) * (m - 2 * p)
+    exact = fv.auc(scores, labels, np.zeros(m, dtype=np.int64)).roc_auc  # no privacy: exact
+    g = proto.global_mean_rank + (exact - 0.5) * (m - 2 * p)
     a, b = proto.mean_rank - g, proto.spread
     beta = fv.adaptive_beta(a, b)
     rest = np.where(b > 0, 1.0 - beta, 1.0)
@@ -344,7 +342,7 @@ def table2(
     run = 0
     for eps in EPSILONS:
         for method in PAPER_TABLE2:
-            kw = METHODS[method]
+            noise, kw = METHODS[method]
             cells = []
             for k in _T2_COLS:
                 run += 1
@@ -353,7 +351,7 @@ def table2(
                     scores,
                     labels,
                     n_clients=k,
-                    epsilon=2 * eps,
+                    privacy=_privacy(noise, 2 * eps),
                     alpha=0.5,
                     exact_counts=True,
                     n_reps=reps,
@@ -407,7 +405,7 @@ def main() -> None:
 
     t_start = time.perf_counter()
     scores, labels = make_data(args.seed)
-    true_auc = fv.rank_auc(scores, labels)
+    true_auc = fv.auc(scores, labels, np.zeros(labels.size, dtype=np.int64)).roc_auc
     m, p = labels.size, int(labels.sum())
     intro = (
         f"Data: M = {m:,}, P = {p:,} (N = {m - p:,}), binormal scores, true AUC = {true_auc:.4f} "

@@ -88,6 +88,10 @@ def planner_task(n: int, seed: int = 0) -> tuple[NDArray[np.float64], NDArray[np
     return model.predict_proba(x[N_TRAIN:])[:, 1].astype(np.float64), y[N_TRAIN:].astype(np.int64)
 
 
+#: The planner's constants are keyed by the privacy model's noise regime.
+REGIME = {"sa": "exact", "distdp": "central", "ldp": "local"}
+
+
 def privacy_model(name: str, eps: float | None) -> Any:
     if name == "sa":
         return fe.SecureAggregation()
@@ -143,11 +147,12 @@ def write_constants(constants: dict[tuple[str, str], float]) -> None:
         "    # FITTED-CONSTANTS-BEGIN (written by benchmarks/fit_planner_constants.py --write)"
     ]
     for priv in ("sa", "distdp", "ldp"):
+        regime = REGIME[priv]
         for metric in ("threshold_metrics", "auc", "ece", "roc_area_error"):
             if (priv, metric) in constants:
-                lines.append(f'    ("{priv}", "{metric}"): {constants[(priv, metric)]:.3g},')
+                lines.append(f'    ("{regime}", "{metric}"): {constants[(priv, metric)]:.3g},')
             else:
-                lines.append(f'    ("{priv}", "{metric}"): 1.0,  # not fitted')
+                lines.append(f'    ("{regime}", "{metric}"): 1.0,  # not fitted')
     lines.append("    # FITTED-CONSTANTS-END")
     text = PLANNING.read_text()
     new, n = re.subn(

@@ -57,7 +57,7 @@ from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 import fedeval as fe
-from fedeval.metrics.auc import histogram_auc
+from fedeval.metrics import roc_auc_score as hb_auc
 
 OUT = Path(__file__).parent / "out" / "cormode_markov"
 THRESHOLDS = np.arange(1, 11) / 11
@@ -282,8 +282,8 @@ def fig4(
                 )
                 # One release per repetition; B only changes post-processing.
                 for nb in buckets:
-                    eq = histogram_auc(ev.tree, nb, strategy="equi-depth")
-                    un = histogram_auc(ev.tree, nb, strategy="uniform")
+                    eq = hb_auc(ev.tree, n_buckets=nb, strategy="equi-depth")
+                    un = hb_auc(ev.tree, n_buckets=nb, strategy="uniform")
                     unc = equi_depth_uncertainty(s, y, nb) if pi == 0 else float("nan")
                     rows.append([task, pname, nb, r, abs(eq - truth), abs(un - truth), unc])
     return rows

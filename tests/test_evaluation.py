@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
@@ -18,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 import fedeval as fe
 from fedeval.metrics.area_error import pr_area_error, roc_area_error
-from fedeval.metrics.auc import auc_from_bucket_counts
+from fedeval.metrics.auc import hb_estimate
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,7 @@ def generated() -> tuple[np.ndarray, np.ndarray]:
 def test_auc_worked_example_eq5() -> None:
     # Three buckets: p = (1, 2, 3), n = (3, 2, 1). By eq. (5):
     # Σ_i p_i(Σ_{j<i} n_j + n_i/2) = 1·1.5 + 2·(3+1) + 3·(5+0.5) = 26; PN = 36.
-    assert auc_from_bucket_counts([1, 2, 3], [3, 2, 1]) == pytest.approx(26 / 36)
+    assert hb_estimate([1, 2, 3], [3, 2, 1]) == pytest.approx(26 / 36)
 
 
 @pytest.mark.parametrize("data", ["breast_cancer_population", "generated"])
@@ -144,6 +146,31 @@ def test_distdp_auc_error_and_bootstrap_se(generated: tuple[np.ndarray, np.ndarr
     assert err < 5 * ev.roc_auc_se + 1 / (2 * ev.parameters["n_buckets"])
 
 
+@pytest.mark.slow
+@pytest.mark.statistical
+def test_distdp_auc_bootstrap_se_matches_the_spread_of_releases(
+    generated: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """The reported SE is the standard deviation of the AUC over repeated releases.
+
+    R independent DistDP releases of the same data: their AUCs vary only
+    through the privacy noise, which is what ``roc_auc_se`` claims to measure.
+    The sample standard deviation of R normal draws has relative standard
+    error 1/sqrt(2(R-1)); the ratio must be within 5 of them of 1 (an SE
+    inflated or deflated by 1.3x or more fails).
+    """
+    s, y = generated
+    fed = fe.Federation.from_arrays(s[:5000], y[:5000])
+    reps = 200
+    aucs, ses = np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        ev = fe.evaluate(fed, fe.DistributedDP(epsilon=1.0), rng=1000 + i)
+        aucs[i], ses[i] = ev.roc_auc, ev.roc_auc_se
+    ratio = float(np.std(aucs, ddof=1) / np.mean(ses))
+    bound = 5 / np.sqrt(2 * (reps - 1))
+    assert abs(np.log(ratio)) < bound, ratio
+
+
 def test_one_release_one_charge(generated: tuple[np.ndarray, np.ndarray]) -> None:
     s, y = generated
     ledger = fe.BudgetLedger(1.5)
@@ -161,23 +188,39 @@ def test_one_release_one_charge(generated: tuple[np.ndarray, np.ndarray]) -> Non
 
 
 def test_overrides_are_used(generated: tuple[np.ndarray, np.ndarray]) -> None:
+    """Each override reaches the release or the estimator, not only ``parameters``."""
     s, y = generated
-    ev = fe.evaluate(
-        fe.Federation.from_arrays(s, y),
-        fe.LocalDP(epsilon=5.0),
-        height=5,
-        branching=4,
-        n_buckets=7,
-        n_quantiles=33,
-        interpolation="linear",
-        pr_strategy="combine",
-        rng=0,
-    )
-    p = ev.parameters
-    assert (p["height"], p["branching"], p["n_buckets"], p["n_quantiles"]) == (5, 4, 7, 33)
-    assert p["planned"] == {"height": False, "n_buckets": False, "n_quantiles": False}
-    prec, rec, _ = ev.precision_recall_curve()
-    assert np.all((prec >= 0) & (prec <= 1))
+    fed = fe.Federation.from_arrays(s, y)
+    kw: dict[str, Any] = {
+        "height": 5,
+        "branching": 4,
+        "n_buckets": 7,
+        "n_quantiles": 33,
+        "interpolation": "linear",
+    }
+    ev = fe.evaluate(fed, fe.LocalDP(epsilon=5.0), pr_strategy="combine", rng=0, **kw)
+    assert ev.parameters["planned"] == {"height": False, "n_buckets": False, "n_quantiles": False}
+    # The release has the requested shape.
+    assert (ev.tree.spec.height, ev.tree.spec.branching) == (5, 4)
+    assert ev.tree.leaves.shape == (2, 4**5)
+    # The estimators use the requested B, Q and interpolation: recomputing
+    # them from the released tree with those values gives the same numbers,
+    # and other values give different ones.
+    assert ev.roc_auc == fe.metrics.roc_auc_score(ev.tree, n_buckets=7)
+    assert ev.roc_auc != fe.metrics.roc_auc_score(ev.tree, n_buckets=50)
+    fpr, tpr, thr = ev.roc_curve()
+    ref = fe.metrics.roc_curve(ev.tree, n_quantiles=33, interpolation="linear")
+    for a, b in zip((fpr, tpr, thr), ref, strict=True):
+        np.testing.assert_array_equal(a, b)
+    other = fe.metrics.roc_curve(ev.tree, n_quantiles=64, interpolation="pchip")
+    assert len(other[0]) != len(fpr) or not np.array_equal(other[1], tpr)
+    # Same release, other PR strategy: identical leaves, different curve.
+    sep = fe.evaluate(fed, fe.LocalDP(epsilon=5.0), pr_strategy="separate", rng=0, **kw)
+    np.testing.assert_array_equal(sep.tree.leaves, ev.tree.leaves)
+    p_comb, _, _ = ev.precision_recall_curve()
+    p_sep, _, _ = sep.precision_recall_curve()
+    assert np.all((p_comb >= 0) & (p_comb <= 1))
+    assert not np.array_equal(p_comb, p_sep)
 
 
 def test_bad_input() -> None:

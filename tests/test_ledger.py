@@ -52,8 +52,10 @@ def test_refused_charge_leaves_ledger_unchanged() -> None:
 )
 def test_charge_rejects_bad_values_without_change(epsilon: float, delta: float) -> None:
     ledger = BudgetLedger(1.0, 0.5)
-    with pytest.raises(ValueError):
+    # Validation, not the budget check, refuses them (inf and δ = 1 would also exceed it).
+    with pytest.raises(ValueError, match=r"a release's (epsilon|delta) must") as info:
         ledger.charge("bad", epsilon, delta)
+    assert not isinstance(info.value, BudgetExceededError)
     assert ledger.entries == []
 
 

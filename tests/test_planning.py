@@ -24,7 +24,9 @@ def test_secure_aggregation_uses_height_14_and_ignores_epsilon() -> None:
         p = fe.plan(n_clients=m, privacy="sa")
         assert (p.height, p.branching) == (14, 2)
         assert math.isinf(p.epsilon)
-        assert fe.plan(n_clients=m, privacy="sa", epsilon=0.5).height == 14
+        assert fe.plan(fe.SecureAggregation(), n_clients=m).height == 14
+    with pytest.raises(ValueError, match="epsilon"):
+        fe.plan(n_clients=10, privacy="sa", epsilon=0.5)
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
@@ -52,8 +54,9 @@ def test_ldp_is_shallower_than_distdp_and_within_3_to_12(eps: float) -> None:
 @pytest.mark.parametrize("privacy", ["sa", "distdp", "ldp"])
 @pytest.mark.parametrize("branching", [2, 3, 4])
 def test_quantiles_buckets_and_bins_follow_the_height(privacy: str, branching: int) -> None:
+    eps = None if privacy == "sa" else 1.0
     for m in M_GRID:
-        p = fe.plan(n_clients=m, epsilon=1.0, privacy=privacy, branching=branching)
+        p = fe.plan(n_clients=m, epsilon=eps, privacy=privacy, branching=branching)
         leaves = branching**p.height
         assert p.n_quantiles == min(1024, branching ** max(p.height - 2, 0)) <= 1024
         assert 2 <= p.n_buckets <= max(2, leaves // 4)
@@ -61,13 +64,15 @@ def test_quantiles_buckets_and_bins_follow_the_height(privacy: str, branching: i
 
 
 def test_predictions_are_fitted_constant_times_rate() -> None:
-    for privacy in ("sa", "distdp", "ldp"):
-        p = fe.plan(n_clients=123_456, epsilon=0.7, privacy=privacy)
+    for privacy, regime in (("sa", "exact"), ("distdp", "central"), ("ldp", "local")):
+        p = fe.plan(n_clients=123_456, epsilon=None if privacy == "sa" else 0.7, privacy=privacy)
+        assert p.regime == regime
         rates = error_rates(p)
         assert set(p.predicted_error) == set(METRICS) == set(rates)
         for k in METRICS:
-            assert p.predicted_error[k] == pytest.approx(ERROR_CONSTANTS[(privacy, k)] * rates[k])
-    assert set(ERROR_CONSTANTS) == {(p, k) for p in ("sa", "distdp", "ldp") for k in METRICS}
+            assert p.predicted_error[k] == pytest.approx(ERROR_CONSTANTS[(regime, k)] * rates[k])
+    regimes = ("exact", "central", "local")
+    assert set(ERROR_CONSTANTS) == {(r, k) for r in regimes for k in METRICS}
     assert all(c > 0 for c in ERROR_CONSTANTS.values())
     assert "fitted" in fe.plan(n_clients=1000, privacy="sa").notes[0]
 
@@ -89,7 +94,10 @@ def test_more_clients_or_budget_never_predicts_more_error() -> None:
 def test_n_examples_drive_the_bounds_and_privacy_is_case_insensitive() -> None:
     p = fe.plan(n_clients=100, n_examples=10**6, epsilon=1.0, privacy="DistDP")
     q = fe.plan(n_clients=10**6, epsilon=1.0, privacy="distdp")
-    assert p.privacy == "distdp" and (p.n_clients, p.n_examples) == (100, 10**6)
+    assert p.regime == "central" and (p.n_clients, p.n_examples) == (100, 10**6)
+    assert p.privacy == fe.DistributedDP(1.0).describe()
+    model = fe.plan(fe.DistributedDP(1.0), n_clients=10**6)
+    assert model.height == q.height and model.predicted_error == q.predicted_error
     assert p.height == q.height and p.predicted_error == q.predicted_error
 
 
@@ -169,7 +177,7 @@ def test_predicted_errors_bound_observed_errors_at_a_held_out_setting() -> None:
             idx = gen.choice(pool_s.size, size=m, replace=False)
             obs, rate = fit.observed_errors(pool_s[idx], pool_y[idx], privacy, eps, seed=r)
             for k in fit.FITTED:
-                predicted = ERROR_CONSTANTS[(privacy, k)] * rate[k]
+                predicted = ERROR_CONSTANTS[(fit.REGIME[privacy], k)] * rate[k]
                 ratios[k].append(obs[k] / predicted)
         for k, vals in ratios.items():
             arr = np.array(vals)

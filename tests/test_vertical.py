@@ -13,21 +13,37 @@ from scipy.special import expit
 from scipy.stats import rankdata
 from sklearn.metrics import roc_auc_score
 
+import fedeval as fe
 import fedeval.vertical as fv
+from fedeval.privacy.mechanism_for import mechanism_for
 from fedeval.privacy.mechanisms.gaussian import Gaussian
+from fedeval.privacy.mechanisms.randomized_response import flip_labels, flip_probability
+from fedeval.privacy.noise import CentralNoise
+from fedeval.privacy.receipt import Receipt
+from fedeval.vertical.estimate import release_rank_sums
 
-# (mechanism, allocation, delta) combinations that the module supports.
+LAPLACE = fe.LabelDP(1.0)
+GAUSSIAN = fe.LabelDP(1.0, noise="gaussian", delta=1e-6)
+RR = fe.LabelDP(1.0, noise="rr")
+
+# (noise, rank sensitivity, allocation): the combinations the module supports. The old
+# mechanism strings map to LabelDP(ε, noise=...) with rank_sensitivity (see the brief).
 COMBOS = [
-    ("rr", "fixed", None),
-    ("global-laplace", "fixed", None),
-    ("local-laplace", "fixed", None),
-    ("local-laplace", "orthogonal", None),
-    ("local-laplace", "adaptive", None),
-    ("global-gaussian", "fixed", 1e-6),
-    ("local-gaussian", "fixed", 1e-6),
-    ("local-gaussian", "orthogonal", 1e-6),
-    ("local-gaussian", "adaptive", 1e-6),
+    ("rr", "local", "fixed"),
+    ("laplace", "global", "fixed"),
+    ("laplace", "local", "fixed"),
+    ("laplace", "local", "orthogonal"),
+    ("laplace", "local", "adaptive"),
+    ("gaussian", "global", "fixed"),
+    ("gaussian", "local", "fixed"),
+    ("gaussian", "local", "orthogonal"),
+    ("gaussian", "local", "adaptive"),
 ]
+
+
+def _model(noise: str, epsilon: float = 1.0) -> fe.LabelDP:
+    delta = 1e-6 if noise == "gaussian" else None
+    return fe.LabelDP(epsilon, noise=noise, delta=delta)  # type: ignore[arg-type]
 
 
 def _data(seed: int, m: int = 400, n_clients: int = 17, decimals: int = 1):
@@ -40,6 +56,15 @@ def _data(seed: int, m: int = 400, n_clients: int = 17, decimals: int = 1):
     return s, y, ids
 
 
+def _mechanism(proto: fv.RankProtocol, model: fe.LabelDP, **sketch_kw):
+    sketch = proto.sketch(**sketch_kw)
+    mech = mechanism_for(model, sketch, n_clients=proto.n_clients)
+    assert isinstance(mech.noise, CentralNoise)
+    scale = np.broadcast_to(np.asarray(mech.noise.scale, dtype=np.float64), (sketch.length,))
+    k = proto.n_clients
+    return sketch, mech, scale[:k], scale[k:]  # noise on localP_k, on the (centred) sums
+
+
 # --- rank protocol: worked examples -----------------------------------------------------
 
 
@@ -49,8 +74,9 @@ def test_worked_example_distinct_scores():
     y = np.array([0, 0, 1, 1])
     np.testing.assert_array_equal(fv.mid_ranks(s), [0.0, 2.0, 1.0, 3.0])
     # eq. (1): (1 + 3 - 2*1/2) / (2*2) = 0.75
-    assert fv.rank_auc(s, y) == 0.75
-    assert fv.auc(s, y, [5, 5, 9, 9], epsilon=None).value == 0.75
+    assert fv.auc_from_rank_sum(1.0 + 3.0, 2, 4) == 0.75
+    assert roc_auc_score(y, s) == 0.75
+    assert fv.auc(s, y, [5, 5, 9, 9]).roc_auc == 0.75
 
 
 def test_worked_example_ties_count_half():
@@ -58,7 +84,7 @@ def test_worked_example_ties_count_half():
     s = np.array([1.0, 1.0, 2.0, 2.0])
     y = np.array([0, 1, 0, 1])
     np.testing.assert_array_equal(fv.mid_ranks(s), [0.5, 0.5, 2.5, 2.5])
-    assert fv.rank_auc(s, y) == 0.5 == roc_auc_score(y, s)
+    assert fv.auc(s, y, [0, 1, 0, 1]).roc_auc == 0.5 == roc_auc_score(y, s)
 
 
 def test_mid_ranks_match_scipy_average_ranks():
@@ -78,25 +104,35 @@ def test_rank_protocol_summaries():
         assert proto.max_rank[k] == r.max()
         assert proto.min_rank[k] == r.min()
         assert proto.mean_rank[k] == pytest.approx(r.mean(), rel=1e-12)
+        assert proto.spread[k] == pytest.approx(np.abs(r - r.mean()).max(), rel=1e-12)
         assert stats.local_sum[k] == pytest.approx(r @ y[ids == cid], rel=1e-12)
         assert stats.local_pos[k] == y[ids == cid].sum()
     assert proto.global_mean_rank == pytest.approx(proto.ranks.mean(), rel=1e-12)
     np.testing.assert_allclose(stats.local_neg, proto.counts - stats.local_pos)
 
 
-# --- no noise: every mechanism equals sklearn --------------------------------------------
+# --- no noise: every encoding equals sklearn ---------------------------------------------
 
 
-@pytest.mark.parametrize(("mechanism", "allocation", "delta"), COMBOS)
+@pytest.mark.parametrize(
+    ("rank_sensitivity", "allocation"),
+    sorted({(sens, alloc) for _, sens, alloc in COMBOS}),
+)
+@pytest.mark.parametrize("path", ["fast", "faithful"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_no_noise_equals_sklearn_with_ties(mechanism, allocation, delta, seed):
+def test_no_noise_equals_sklearn_with_ties(rank_sensitivity, allocation, path, seed):
+    # Without a privacy model the exact protocol runs (secure aggregation, no DP); every
+    # encoding (plain or centred rank sums) decodes to the exact AUC on either path.
     s, y, ids = _data(seed)
-    res = fv.auc(s, y, ids, epsilon=None, mechanism=mechanism, allocation=allocation, delta=delta)
+    res = fv.auc(s, y, ids, rank_sensitivity=rank_sensitivity, allocation=allocation, path=path)
     # Both sides are exact rational numbers computed in float64; they agree to rounding.
-    assert res.value == pytest.approx(roc_auc_score(y, s), rel=0, abs=1e-12)
-    assert res.standard_error == 0.0
-    assert res.guarantee.unit == "none"
+    assert res.roc_auc == pytest.approx(roc_auc_score(y, s), rel=0, abs=1e-12)
+    assert res.roc_auc_se == 0.0
+    assert res.guarantee.unit == "none" and not res.guarantee.is_private
     assert math.isinf(res.guarantee.epsilon)
+    assert res.epsilon_spent == 0.0 and res.receipt.entries == ()
+    assert res.released_n_pos == y.sum()
+    assert res.client_beta is None
 
 
 def test_no_noise_is_the_correctly_rounded_exact_auc():
@@ -109,8 +145,8 @@ def test_no_noise_is_the_correctly_rounded_exact_auc():
         pos, neg = s[y == 1], s[y == 0]
         wins = sum(Fraction(int(a > b) * 2 + int(a == b), 2) for a in pos for b in neg)
         exact = float(wins / (pos.size * neg.size))
-        assert fv.auc(s, y, ids, epsilon=None).value == exact
-        assert fv.rank_auc(s, y) == exact
+        assert fv.auc(s, y, ids).roc_auc == exact
+        assert fv.auc(s, y, np.zeros(s.size, int)).roc_auc == exact
 
 
 @settings(max_examples=60, deadline=None)
@@ -127,34 +163,39 @@ def test_no_noise_invariant_to_client_split(m, n_clients, decimals, seed):
     s = np.round(rng.normal(size=m), decimals)
     ids = rng.integers(0, n_clients, m) * 3 - 5
     exact = roc_auc_score(y, s)
-    assert fv.auc(s, y, ids, epsilon=None).value == pytest.approx(exact, abs=1e-12)
-    assert fv.auc(s, y, np.arange(m), epsilon=None).value == pytest.approx(exact, abs=1e-12)
-    assert fv.auc(s, y, np.zeros(m, int), epsilon=None).value == pytest.approx(exact, abs=1e-12)
+    assert fv.auc(s, y, ids).roc_auc == pytest.approx(exact, abs=1e-12)
+    assert fv.auc(s, y, np.arange(m)).roc_auc == pytest.approx(exact, abs=1e-12)
+    assert fv.auc(s, y, np.zeros(m, int)).roc_auc == pytest.approx(exact, abs=1e-12)
 
 
-@pytest.mark.parametrize(("mechanism", "allocation", "delta"), COMBOS[1:])
-def test_mechanism_pipeline_converges_as_noise_vanishes(mechanism, allocation, delta):
+@pytest.mark.parametrize(("noise", "rank_sensitivity", "allocation"), COMBOS[1:])
+@pytest.mark.parametrize("path", ["fast", "faithful"])
+def test_release_pipeline_converges_as_noise_vanishes(noise, rank_sensitivity, allocation, path):
     # Exercises the orthogonal decomposition r = mean*1 + v' and its reassembly.
     s, y, ids = _data(3, m=600)
-    noise, sens = mechanism.split("-")[1], mechanism.split("-")[0]
     proto = fv.rank_protocol(s, ids)
-    plan = fv.noise_plan(
-        proto, epsilon=1e9, noise=noise, sensitivity=sens, allocation=allocation, delta=delta
-    )
-    released = fv.release_local_statistics(proto, y, plan, rng=0)
+    sketch = proto.sketch(allocation=allocation, rank_sensitivity=rank_sensitivity)
+    rel = release_rank_sums(proto, y, _model(noise, 1e9), sketch, path=path, rng=0)
+    released = rel.decode()
     exact = fv.local_statistics(proto, y)
-    # 10 noise standard deviations (the analytic Gaussian's σ shrinks only like 1/√ε).
-    tol = 10 * float((plan.sum_scale + plan.pos_weight * plan.pos_scale).max())
-    assert tol < 1.0
+    k = proto.n_clients
+    sd = np.sqrt(rel.variance)
+    weight = proto.mean_rank if sketch.centred else np.zeros(k)
+    # 10 noise standard deviations of localSum'_k = weight_k·localP'_k + X'_k (the analytic
+    # Gaussian's σ shrinks only like 1/√ε).
+    tol = 10 * float((sd[k:] + weight * sd[:k]).max())
+    assert 0 < tol < 1.0
     np.testing.assert_allclose(released.local_sum, exact.local_sum, rtol=0, atol=tol)
-    assert released.auc() == pytest.approx(roc_auc_score(y, s), abs=1e-5)
+    np.testing.assert_allclose(released.local_pos, exact.local_pos, rtol=0, atol=tol)
+    auc = fv.auc_from_rank_sum(released.local_sum.sum(), released.local_pos.sum(), s.size)
+    assert auc == pytest.approx(roc_auc_score(y, s), abs=1e-5)
 
 
 def test_rr_with_negligible_flip_probability_is_exact():
     s, y, ids = _data(4)
-    res = fv.auc(s, y, ids, mechanism="rr", epsilon=60.0, rng=0)  # ρ ≈ 1e-26
-    assert res.value == pytest.approx(roc_auc_score(y, s), abs=1e-12)
-    assert res.noisy_auc == pytest.approx(res.value, abs=1e-12)
+    res = fv.auc(s, y, ids, fe.LabelDP(60.0, noise="rr"), rng=0)  # ρ ≈ 1e-26
+    assert res.roc_auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert res.released_n_pos == pytest.approx(y.sum(), abs=1e-9)
 
 
 # --- RR debiasing algebra --------------------------------------------------------------
@@ -166,8 +207,8 @@ def test_algorithm3_equals_centred_ratio_form(epsilon):
     s, y, _ = _data(5, m=1000)
     m = s.size
     r = fv.mid_ranks(s)
-    rho = fv.flip_probability(epsilon)
-    flipped = fv.randomized_response(y, epsilon=epsilon, rng=1)
+    rho = flip_probability(epsilon)
+    flipped = flip_labels(y, rho, rng=1)
     p_bar = float(flipped.sum())
     noisy = fv.auc_from_rank_sum(r @ flipped, p_bar, m)
     p_est = (p_bar * (1 - rho) - (m - p_bar) * rho) / (1 - 2 * rho)
@@ -176,10 +217,37 @@ def test_algorithm3_equals_centred_ratio_form(epsilon):
     assert fv.debias_auc(noisy, p_bar, m, epsilon=epsilon) == pytest.approx(ratio_form, abs=1e-13)
 
 
+@pytest.mark.parametrize("allocation", ["fixed", "orthogonal", "adaptive"])
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 3.0])
+def test_pipeline_linear_debiasing_equals_algorithm3(epsilon, allocation):
+    # The release debiases the rank sums linearly (values = (noisy - ρ·ones)/(1 - 2ρ));
+    # undoing that recovers the flipped-label sums, and Algorithm 3 on them gives the same
+    # AUC as eq. (1) on the debiased sums (randomized_response module docstring). With RR
+    # the allocation only chooses the encoding.
+    s, y, ids = _data(5, m=1000)
+    m = s.size
+    rho = flip_probability(epsilon)
+    proto = fv.rank_protocol(s, ids)
+    sketch = proto.sketch(allocation=allocation)
+    rel = release_rank_sums(proto, y, fe.LabelDP(epsilon, noise="rr"), sketch, rng=2)
+    k = proto.n_clients
+    ones = sketch.encode(proto.ranks, np.ones(m, np.int64), proto.client_index.astype(np.int64))
+    noisy = rel.values * (1 - 2 * rho) + rho * ones  # the sums over the flipped labels
+    p_bar = noisy[:k].sum()
+    s_bar = (proto.mean_rank @ noisy[:k] if sketch.centred else 0.0) + noisy[k:].sum()
+    assert p_bar == pytest.approx(round(p_bar), abs=1e-8)  # an integer count of flipped 1s
+    alg3 = fv.debias_auc(fv.auc_from_rank_sum(s_bar, p_bar, m), p_bar, m, epsilon=epsilon)
+    sums = rel.decode()
+    linear = fv.auc_from_rank_sum(sums.local_sum.sum(), sums.local_pos.sum(), m)
+    assert linear == pytest.approx(alg3, abs=1e-12)
+    res = fv.auc(s, y, ids, fe.LabelDP(epsilon, noise="rr"), allocation=allocation, rng=2)
+    assert res.roc_auc == pytest.approx(alg3, abs=1e-12)
+
+
 def test_debias_is_identity_in_expectation_form():
     # Eq. (3) inverts AUC_noisy = (1-α-β)A + (α+β)/2 at the true base rate.
     m, p, a_true, eps = 10_000, 2_500, 0.8, 1.0
-    rho = fv.flip_probability(eps)
+    rho = flip_probability(eps)
     pi = p / m
     alpha = (1 - pi) * rho / (pi * (1 - rho) + (1 - pi) * rho)
     beta = pi * rho / (pi * rho + (1 - pi) * (1 - rho))
@@ -198,7 +266,7 @@ def test_debias_undefined_is_nan():
 def test_variance_formulas_closed_forms():
     m, p = 1000, 300
     r = np.arange(m, dtype=float)
-    rho = fv.flip_probability(2.0)
+    rho = flip_probability(2.0)
     eq7 = fv.rr_variance_eq7(p, m - p, epsilon=2.0)
     assert eq7 == pytest.approx(rho * (1 - rho) * (r @ r) / (p * (m - p)) ** 2, rel=1e-12)
     mine = fv.rr_variance_delta(r, n_pos=p, auc=0.5, epsilon=2.0)
@@ -208,7 +276,24 @@ def test_variance_formulas_closed_forms():
     assert fv.rr_bias_second_order(m, p, auc=0.5, epsilon=2.0) == 0.0
 
 
-# --- Laplace / Gaussian noise plans ------------------------------------------------------
+@pytest.mark.parametrize("allocation", ["fixed", "orthogonal", "adaptive"])
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_release_variance_for_rr_equals_rr_variance_delta(epsilon, allocation):
+    # The release carries the exact covariance of the debiased sums; the delta method on it
+    # is rr_variance_delta whatever the encoding (centred or not), ties and clients included.
+    s, y, ids = _data(6, m=500)
+    proto = fv.rank_protocol(s, ids)
+    sketch = proto.sketch(allocation=allocation)
+    rel = release_rank_sums(proto, y, fe.LabelDP(epsilon, noise="rr"), sketch, rng=0)
+    assert rel.covariance is not None
+    p, a = float(y.sum()), float(roc_auc_score(y, s))
+    mine = fv.auc_variance(rel, auc=a, n_pos=p)
+    assert mine == pytest.approx(
+        fv.rr_variance_delta(proto.ranks, n_pos=p, auc=a, epsilon=epsilon), rel=1e-10
+    )
+
+
+# --- Laplace / Gaussian noise calibration ---------------------------------------------
 
 
 def test_adaptive_beta_minimises_the_local_sum_variance():
@@ -216,7 +301,7 @@ def test_adaptive_beta_minimises_the_local_sum_variance():
     b = np.array([50.0, 100.0, 10.0, 0.0, 7.0])
     grid = np.linspace(1e-4, 1 - 1e-4, 200_001)
     beta = fv.adaptive_beta(a, b)
-    beta_g = fv.adaptive_beta(a, b, noise="gaussian")
+    beta_g = fv.adaptive_beta(a, b, l2=True)  # the Gaussian rule (split of 1/σ²)
     for k in range(a.size):
         if b[k] == 0:
             assert beta[k] == 1.0 and beta_g[k] == 1.0
@@ -227,60 +312,112 @@ def test_adaptive_beta_minimises_the_local_sum_variance():
         assert beta_g[k] == pytest.approx(grid[np.argmin(gau)], abs=2e-5)
 
 
-def test_laplace_plan_scales_spend_exactly_epsilon():
-    s, _, ids = _data(6)
+def test_laplace_scales_spend_exactly_epsilon():
+    s, y, ids = _data(6)
     proto = fv.rank_protocol(s, ids)
     eps, alpha, beta = 1.5, 0.3, 0.6
-    fixed = fv.noise_plan(proto, epsilon=eps, alpha=alpha)
-    np.testing.assert_allclose(fixed.sum_scale, proto.max_rank / (alpha * eps))
-    np.testing.assert_allclose(fixed.pos_scale, 1 / ((1 - alpha) * eps))
-    # ε spent = Δ_sum/b_sum + Δ_pos/b_pos for every client.
-    np.testing.assert_allclose(fixed.sum_sensitivity / fixed.sum_scale + 1 / fixed.pos_scale, eps)
-    glob = fv.noise_plan(proto, epsilon=eps, sensitivity="global", alpha=alpha)
-    np.testing.assert_allclose(glob.sum_scale, (s.size - 1) / (alpha * eps))
+    model = fe.LabelDP(eps)
+    sketch, mech, b_pos, b_sum = _mechanism(proto, model, alpha=alpha)
+    assert mech.noise.kind == "laplace"
+    np.testing.assert_allclose(b_sum, proto.max_rank / (alpha * eps))
+    np.testing.assert_allclose(b_pos, 1 / ((1 - alpha) * eps))
+    # ε spent = Δ_sum/b_sum + Δ_pos/b_pos for every client (where Δ_sum = max rank > 0).
+    has_rank = proto.max_rank > 0
+    np.testing.assert_allclose(
+        proto.max_rank[has_rank] / b_sum[has_rank] + 1 / b_pos[has_rank], eps
+    )
+    assert mech.receipt.epsilon_spent == pytest.approx(eps)
+    assert [e.epsilon for e in mech.ledger_entries] == pytest.approx(
+        [(1 - alpha) * eps, alpha * eps]
+    )
+    _, _, _, b_glob = _mechanism(proto, model, alpha=alpha, rank_sensitivity="global")
+    np.testing.assert_allclose(b_glob, (s.size - 1) / (alpha * eps))
     for allocation in ("orthogonal", "adaptive"):
-        plan = fv.noise_plan(proto, epsilon=eps, allocation=allocation, beta=beta)
-        np.testing.assert_allclose(plan.pos_weight, proto.mean_rank)
-        spent = 1 / plan.pos_scale + np.where(
-            plan.sum_scale > 0,
-            plan.sum_sensitivity / np.where(plan.sum_scale > 0, plan.sum_scale, 1),
-            0,
-        )
+        sketch, mech, b_pos, b_sum = _mechanism(proto, model, allocation=allocation, beta=beta)
+        assert sketch.centred  # localSum'_k = r̄_k·localP'_k + ⟨v'_k, y⟩'
+        np.testing.assert_allclose(sketch.mean_rank, proto.mean_rank)
         has_v = proto.spread > 0
+        assert np.all(b_sum[~has_v] == 0)  # ⟨v'_k, y⟩ = 0 for every labelling: nothing to hide
+        spent = 1 / b_pos + np.where(has_v, proto.spread / np.where(has_v, b_sum, 1), 0)
         np.testing.assert_allclose(spent[has_v], eps)
         assert np.all(spent <= eps * (1 + 1e-12))
-    assert fv.noise_plan(proto, epsilon=eps, allocation="orthogonal", beta=beta).beta == beta
+        # The share of ε on localP_k is the declared β (orthogonal) or the §5.3 rule.
+        expect = (
+            np.full(proto.n_clients, beta)
+            if allocation == "orthogonal"
+            else fv.adaptive_beta(proto.mean_rank, proto.spread)
+        )
+        np.testing.assert_allclose((1 / b_pos / eps)[has_v], expect[has_v], rtol=1e-12)
+        # The ledger is charged exactly ε (one entry per common budget share).
+        assert mech.receipt.epsilon_spent == pytest.approx(eps)
+    res = fv.auc(s, y, ids, model, allocation="orthogonal", beta=beta, rng=0)
+    assert res.beta == beta and res.alpha is None
+    np.testing.assert_array_equal(res.client_beta, np.full(res.n_clients, beta))
 
 
-def test_gaussian_plan_is_jointly_calibrated():
+def test_gaussian_noise_is_jointly_calibrated():
     s, _, ids = _data(7)
     proto = fv.rank_protocol(s, ids)
     eps, delta = 1.0, 1e-6
+    model = fe.LabelDP(eps, noise="gaussian", delta=delta)
     unit = Gaussian.calibrate(eps, delta).noise_multiplier
     for allocation in ("fixed", "orthogonal", "adaptive"):
-        plan = fv.noise_plan(
-            proto, epsilon=eps, noise="gaussian", allocation=allocation, delta=delta
-        )
+        sketch, mech, s_pos, s_sum = _mechanism(proto, model, allocation=allocation)
+        assert mech.noise.kind == "gaussian"
+        sens = proto.max_rank if allocation == "fixed" else proto.spread
         with np.errstate(divide="ignore", invalid="ignore"):
-            term = np.where(plan.sum_scale > 0, (plan.sum_sensitivity / plan.sum_scale) ** 2, 0.0)
-        joint = np.sqrt(term + 1 / plan.pos_scale**2)
+            term = np.where(s_sum > 0, (sens / s_sum) ** 2, 0.0)
+        assert np.all(sens[s_sum == 0] == 0)
+        joint = np.sqrt(term + 1 / s_pos**2)
+        # Equality: the whole 1/σ² budget is used by every party with a non-trivial sum.
         assert np.all(joint <= 1 / unit * (1 + 1e-12))
+        np.testing.assert_allclose(joint[sens > 0], 1 / unit, rtol=1e-12)
         # The pair is then (ε, δ)-DP by the analytic Gaussian mechanism at σ/Δ2 = unit.
         assert Gaussian(unit).delta_for_epsilon(eps) <= delta * (1 + 1e-9)
-        assert plan.guarantee().delta == delta
+        assert mech.guarantee.delta == delta and mech.guarantee.epsilon == eps
+        assert mech.receipt.epsilon_spent == pytest.approx(eps)
+
+
+@pytest.mark.parametrize("allocation", ["orthogonal", "adaptive"])
+def test_client_beta_is_the_split_the_noise_used(allocation):
+    # Laplace splits ε, the Gaussian splits 1/σ²: client_beta must follow the noise that
+    # was drawn (the adaptive rules differ, adaptive_beta(l2=...)), read from the release.
+    s, y, ids = _data(8)
+    proto = fv.rank_protocol(s, ids)
+    beta = 0.3
+    lap = fv.auc(s, y, ids, fe.LabelDP(1.0), allocation=allocation, beta=beta, rng=0)
+    gau = fv.auc(s, y, ids, GAUSSIAN, allocation=allocation, beta=beta, rng=0)
+    if allocation == "orthogonal":
+        np.testing.assert_array_equal(lap.client_beta, np.full(proto.n_clients, beta))
+        np.testing.assert_array_equal(gau.client_beta, np.full(proto.n_clients, beta))
+    else:
+        np.testing.assert_allclose(lap.client_beta, fv.adaptive_beta(proto.mean_rank, proto.spread))
+        expect = fv.adaptive_beta(proto.mean_rank, proto.spread, l2=True)
+        np.testing.assert_allclose(gau.client_beta, expect)
+        # The two rules agree only where r̄_k = ‖v'_k‖∞; here they visibly differ.
+        assert np.abs(gau.client_beta - lap.client_beta).max() > 0.02
+    # And the shares are those of the drawn noise: 1/σ_pos² is β_k times the total 1/σ².
+    _, _, s_pos, _ = _mechanism(proto, GAUSSIAN, allocation=allocation, beta=beta)
+    unit = Gaussian.calibrate(1.0, 1e-6).noise_multiplier
+    np.testing.assert_allclose(gau.client_beta, unit**2 / s_pos**2, rtol=1e-9)
+    assert fv.auc(s, y, ids, RR, allocation=allocation, rng=0).client_beta is None
+    assert fv.auc(s, y, ids, LAPLACE, rng=0).client_beta is None  # fixed: α, not β_k
 
 
 def test_variance_delta_reduces_to_eq8_and_eq9_one_example_per_client():
     m, p, eps, alpha = 500, 150, 2.0, 0.5
     rng = np.random.default_rng(8)
     s = rng.permutation(m).astype(float)  # distinct scores: ranks 0..M-1
+    y = np.zeros(m, dtype=np.int64)
+    y[rng.choice(m, p, replace=False)] = 1
     proto = fv.rank_protocol(s, np.arange(m))
     for sens, formula in (
         ("global", fv.global_laplace_variance_eq8(m, p, n_clients=m, epsilon_sum=alpha * eps)),
         ("local", fv.local_laplace_variance_eq9(m, p, epsilon_sum=alpha * eps)),
     ):
-        plan = fv.noise_plan(proto, epsilon=eps, sensitivity=sens, alpha=alpha)
-        v = fv.laplace_variance_delta(proto, plan, auc=0.7, n_pos=p, counts_exact=True)
+        sketch = proto.sketch(alpha=alpha, rank_sensitivity=sens)
+        rel = release_rank_sums(proto, y, fe.LabelDP(eps), sketch, rng=0)
+        v = fv.auc_variance(rel, auc=0.7, n_pos=p, counts_exact=True)
         assert v == pytest.approx(formula, rel=1e-12)
     ratio = fv.global_laplace_variance_eq8(
         m, p, n_clients=m, epsilon_sum=1.0
@@ -288,35 +425,60 @@ def test_variance_delta_reduces_to_eq8_and_eq9_one_example_per_client():
     assert ratio == pytest.approx(6 * (m - 1) / (2 * m - 1), rel=1e-12)
 
 
+def test_auc_variance_matches_the_independent_noise_sum():
+    # Var(AUC) ≈ Σ_k [(a_k − g)² V_P,k + V_X,k]/(PN)² (module docstring), by hand.
+    s, y, ids = _data(9)
+    proto = fv.rank_protocol(s, ids)
+    m, p, a = s.size, float(y.sum()), 0.7
+    g = (m - 1) / 2 + (a - 0.5) * (m - 2 * p)
+    for allocation in ("fixed", "adaptive"):
+        sketch = proto.sketch(allocation=allocation)
+        rel = release_rank_sums(proto, y, LAPLACE, sketch, rng=0)
+        k = proto.n_clients
+        w = proto.mean_rank if sketch.centred else np.zeros(k)
+        by_hand = ((w - g) ** 2 @ rel.variance[:k] + rel.variance[k:].sum()) / (p * (m - p)) ** 2
+        assert fv.auc_variance(rel, auc=a, n_pos=p) == pytest.approx(by_hand, rel=1e-12)
+    with pytest.raises(ValueError, match="n_pos"):
+        fv.auc_variance(rel, auc=a, n_pos=0)
+
+
 # --- results, reproducibility, simulation ------------------------------------------------
 
 
 def test_result_fields_and_guarantee():
     s, y, ids = _data(9)
-    res = fv.auc(s, y, ids, epsilon=2.0, mechanism="local-laplace", allocation="adaptive", rng=3)
+    res = fv.auc(s, y, ids, epsilon=2.0, allocation="adaptive", rng=3)
     assert isinstance(res, fv.VerticalAUC)
-    assert float(res) == res.value
-    assert res.mechanism == "local-laplace" and res.allocation == "adaptive"
-    assert res.epsilon == 2.0 and res.delta == 0.0
+    assert float(res) == res.roc_auc
+    assert res.allocation == "adaptive" and res.alpha is None and res.beta is None
+    assert res.epsilon_spent == 2.0 and res.guarantee.delta == 0.0
+    assert isinstance(res.receipt, Receipt) and res.receipt.epsilon_spent == 2.0
     assert res.n_examples == s.size and res.n_clients == np.unique(ids).size
     assert res.client_beta is not None and res.client_beta.shape == (res.n_clients,)
     assert res.guarantee.unit == "label" and res.guarantee.epsilon == 2.0
-    assert res.standard_error > 0
+    assert res.roc_auc_se > 0
     with pytest.raises(dataclasses.FrozenInstanceError):
-        res.value = 0.0  # type: ignore[misc]
-    rr = fv.auc(s, y, ids, epsilon=2.0, mechanism="rr", rng=3)
-    assert rr.noisy_auc is not None and rr.allocation is None and rr.guarantee.unit == "label"
+        res.roc_auc = 0.0  # type: ignore[misc]
+    # epsilon= is sugar for LabelDP(epsilon): the same release, the same estimate.
+    same = fv.auc(s, y, ids, fe.LabelDP(2.0), allocation="adaptive", rng=3)
+    assert same.roc_auc == res.roc_auc and same.receipt.as_dict() == res.receipt.as_dict()
+    rr = fv.auc(s, y, ids, fe.LabelDP(2.0, noise="rr"), rng=3)
+    assert rr.guarantee.unit == "label" and rr.epsilon_spent == 2.0 and rr.roc_auc_se > 0
+    gau = fv.auc(s, y, ids, fe.LabelDP(2.0, noise="gaussian", delta=1e-5), rng=3)
+    assert gau.guarantee.delta == 1e-5 and gau.receipt.delta_spent == pytest.approx(1e-5)
     fixed = fv.auc(s, y, ids, epsilon=2.0, alpha=0.3, rng=3)
-    assert fixed.alpha == 0.3 and fixed.beta is None
+    assert fixed.alpha == 0.3 and fixed.beta is None and fixed.client_beta is None
 
 
-@pytest.mark.parametrize(("mechanism", "allocation", "delta"), COMBOS)
-def test_same_seed_same_estimate(mechanism, allocation, delta):
+@pytest.mark.parametrize(("noise", "rank_sensitivity", "allocation"), COMBOS)
+@pytest.mark.parametrize("path", ["fast", "faithful"])
+def test_same_seed_same_estimate(noise, rank_sensitivity, allocation, path):
     s, y, ids = _data(10)
-    kw = {"mechanism": mechanism, "allocation": allocation, "delta": delta, "epsilon": 1.0}
-    a = fv.auc(s, y, ids, rng=5, **kw).value
-    assert fv.auc(s, y, ids, rng=5, **kw).value == a
-    assert fv.auc(s, y, ids, rng=6, **kw).value != a
+    kw = {"rank_sensitivity": rank_sensitivity, "allocation": allocation, "path": path}
+    model = _model(noise)
+    a = fv.auc(s, y, ids, model, rng=5, **kw).roc_auc
+    assert fv.auc(s, y, ids, model, rng=5, **kw).roc_auc == a
+    assert fv.auc(s, y, ids, model, rng=6, **kw).roc_auc != a
 
 
 def test_assign_clients_sizes_and_blocks():
@@ -340,15 +502,21 @@ def test_simulate_without_noise_and_shapes():
     y = (rng.random(300) < 0.4).astype(int)
     s = expit(rng.normal(size=300) + y)
     exact = roc_auc_score(y, s)
-    res = fv.simulate(s, y, n_clients=7, epsilon=None, n_reps=5, rng=0)
+    res = fv.simulate(s, y, n_clients=7, n_reps=5, rng=0)
     assert res.std == 0.0 and res.mean == pytest.approx(exact, abs=1e-12)
+    assert res.predicted_std == 0.0 and not res.receipt.guarantee.is_private
     res = fv.simulate(s, y, n_clients=300, epsilon=1.0, n_reps=50, rng=0, allocation="adaptive")
     assert res.estimates.shape == (50,) and res.n_invalid == 0
     assert res.true_auc == pytest.approx(exact, abs=1e-12)
     assert res.std > 0 and res.predicted_std > 0
     assert res.allocation == "adaptive" and res.alpha is None
-    res = fv.simulate(s, y, n_clients=1, epsilon=1.0, mechanism="rr", n_reps=10, rng=0)
-    assert res.allocation is None and res.estimates.shape == (10,)
+    assert res.receipt.epsilon_spent == 1.0 and res.receipt.guarantee.unit == "label"
+    res = fv.simulate(s, y, n_clients=1, privacy=fe.LabelDP(1.0, noise="rr"), n_reps=10, rng=0)
+    assert res.estimates.shape == (10,) and res.std > 0
+    assert res.receipt.epsilon_spent == 1.0
+    # Same seed, same repetitions.
+    again = fv.simulate(s, y, n_clients=1, privacy=fe.LabelDP(1.0, noise="rr"), n_reps=10, rng=0)
+    np.testing.assert_array_equal(again.estimates, res.estimates)
 
 
 def test_heavy_noise_warns_but_returns():
@@ -361,6 +529,7 @@ def test_heavy_noise_warns_but_returns():
             if not 0 < res.released_n_pos < 10:
                 break
     assert not 0 < res.released_n_pos < 10
+    assert math.isnan(res.roc_auc_se)
 
 
 # --- bad input ---------------------------------------------------------------------------
@@ -418,50 +587,83 @@ def test_length_mismatch(good):
 @pytest.mark.parametrize("eps", [0, 0.0, -1.0, math.nan, math.inf])
 def test_epsilon_not_positive(good, eps):
     s, y, ids = good
-    for mechanism in ("rr", "local-laplace"):
+    for noise in ("rr", "laplace", "gaussian"):
         with pytest.raises(ValueError, match="epsilon"):
-            fv.auc(s, y, ids, epsilon=eps, mechanism=mechanism)
+            fv.auc(
+                s, y, ids, fe.LabelDP(eps, noise=noise, delta=1e-6 if noise == "gaussian" else None)
+            )
+    with pytest.raises(ValueError, match="epsilon"):
+        fv.auc(s, y, ids, epsilon=eps)
     with pytest.raises(ValueError, match="epsilon"):
         fv.simulate(s, y, n_clients=3, epsilon=eps)
     with pytest.raises(ValueError, match="epsilon"):
-        fv.randomized_response(y, epsilon=eps)
+        flip_probability(eps)
 
 
 def test_other_bad_options(good):
     s, y, ids = good
     with pytest.raises(TypeError, match="epsilon"):
         fv.auc(s, y, ids, epsilon="one")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        fv.auc(s, y, ids)  # type: ignore[call-arg]  # epsilon is required
-    with pytest.raises(ValueError, match="mechanism"):
-        fv.auc(s, y, ids, epsilon=1.0, mechanism="laplace")  # type: ignore[arg-type]
+    # Behaviour change: without privacy= or epsilon= the exact protocol runs (no DP), where
+    # epsilon used to be required; giving both is ambiguous and refused.
+    assert not fv.auc(s, y, ids).guarantee.is_private
+    with pytest.raises(TypeError, match="not both"):
+        fv.auc(s, y, ids, LAPLACE, epsilon=1.0)
+    with pytest.raises(TypeError, match="not both"):
+        fv.simulate(s, y, n_clients=2, privacy=LAPLACE, epsilon=1.0)
+    # The old mechanism strings are gone: the noise is the model's.
+    with pytest.raises(ValueError, match="noise"):
+        fe.LabelDP(1.0, noise="local-laplace")  # type: ignore[arg-type]
+    # Models that cannot release the rank sums.
+    with pytest.raises(TypeError, match="LocalDP"):
+        fv.auc(s, y, ids, fe.LocalDP(1.0))
+    with pytest.raises(TypeError, match="UserLevelDP"):
+        fv.auc(s, y, ids, fe.UserLevelDP(1.0, 1e-5, 1.0))
+    with pytest.raises(ValueError, match="LabelDP"):
+        fv.auc(s, y, ids, fe.DistributedDP(1.0))
     with pytest.raises(ValueError, match="allocation"):
         fv.auc(s, y, ids, epsilon=1.0, allocation="best")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="rank sensitivity"):
+        fv.auc(s, y, ids, epsilon=1.0, rank_sensitivity="max")  # type: ignore[arg-type]
     for a in (0.0, 1.0, 1.5):
         with pytest.raises(ValueError, match="alpha"):
             fv.auc(s, y, ids, epsilon=1.0, alpha=a)
         with pytest.raises(ValueError, match="beta"):
             fv.auc(s, y, ids, epsilon=1.0, allocation="orthogonal", beta=a)
     with pytest.raises(ValueError, match="delta"):
-        fv.auc(s, y, ids, epsilon=1.0, mechanism="local-gaussian")
+        fe.LabelDP(1.0, noise="gaussian")
     with pytest.raises(ValueError, match="delta"):
-        fv.auc(s, y, ids, epsilon=1.0, mechanism="local-gaussian", delta=1.5)
+        fe.LabelDP(1.0, noise="gaussian", delta=1.5)
     with pytest.raises(ValueError, match="delta"):
-        fv.auc(s, y, ids, epsilon=1.0, mechanism="local-laplace", delta=1e-5)
-    with pytest.raises(ValueError, match="allocation"):
-        fv.auc(s, y, ids, epsilon=1.0, mechanism="global-laplace", allocation="adaptive")
-    with pytest.raises(ValueError, match="allocation"):
-        fv.auc(s, y, ids, epsilon=1.0, mechanism="rr", allocation="orthogonal")
+        fe.LabelDP(1.0, delta=1e-5)
+    for model in (LAPLACE, GAUSSIAN):
+        with pytest.raises(ValueError, match="allocation"):
+            fv.auc(s, y, ids, model, rank_sensitivity="global", allocation="adaptive")
     with pytest.raises(TypeError, match="integer client ids"):
         fv.auc(s, y, ids.astype(float), epsilon=1.0)
     bad = s.copy()
     bad[3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         fv.auc(bad, y, ids, epsilon=1.0)
+    with pytest.raises(ValueError, match="path"):
+        fv.auc(s, y, ids, epsilon=1.0, path="slow")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_reps"):
         fv.simulate(s, y, n_clients=2, epsilon=1.0, n_reps=1)
     with pytest.raises(ValueError, match="assignment"):
         fv.simulate(s, y, n_clients=2, epsilon=1.0, assignment="random")  # type: ignore[arg-type]
+
+
+def test_rr_allocation_only_chooses_the_encoding(good):
+    # Behaviour change: RR with allocation="orthogonal" used to be refused; the allocation
+    # now only chooses the encoding (plain or centred rank sums), and the linear debiasing
+    # gives the same estimate from the same flips.
+    s, y, ids = good
+    fixed = fv.auc(s, y, ids, RR, rng=4)
+    for allocation in ("orthogonal", "adaptive"):
+        other = fv.auc(s, y, ids, RR, allocation=allocation, rng=4)
+        assert other.roc_auc == pytest.approx(fixed.roc_auc, abs=1e-12)
+        assert other.roc_auc_se == pytest.approx(fixed.roc_auc_se, rel=1e-9)
+        assert other.epsilon_spent == fixed.epsilon_spent == 1.0
 
 
 def test_errors_consume_no_randomness(good):
@@ -472,19 +674,33 @@ def test_errors_consume_no_randomness(good):
         fv.auc(s, y, ids, epsilon=-1.0, rng=gen)
     with pytest.raises(ValueError):
         fv.auc(s, y, ids, epsilon=1.0, clients=[1, 2], rng=gen)
+    with pytest.raises(ValueError):
+        fv.auc(s, y, ids, epsilon=1.0, allocation="adaptive", rank_sensitivity="global", rng=gen)
+    with pytest.raises(TypeError):
+        fv.auc(s, y, ids, fe.LocalDP(1.0), rng=gen)
     assert gen.bit_generator.state == before
 
 
-def test_vertical_release_is_charged_to_the_ledger() -> None:
-    import fedeval as fe
-
+@pytest.mark.parametrize(
+    ("model", "allocation"),
+    [(RR, "fixed"), (LAPLACE, "fixed"), (LAPLACE, "adaptive"), (GAUSSIAN, "orthogonal")],
+)
+def test_vertical_release_is_charged_to_the_ledger(model, allocation) -> None:
     rng = np.random.default_rng(0)
     s = rng.random(500)
     y = (rng.random(500) < s).astype(int)
-    ledger = fe.BudgetLedger(1.5)
-    fe.vertical.auc(s, y, np.arange(500) % 5, epsilon=1.0, mechanism="rr", rng=0, ledger=ledger)
-    assert ledger.spent_epsilon == pytest.approx(1.0)
-    assert ledger.entries[0].unit == "label"
+    ids = np.arange(500) % 5
+    ledger = fe.BudgetLedger(1.5, 1e-5)
+    res = fe.vertical.auc(s, y, ids, model, allocation=allocation, rng=0, ledger=ledger)
+    assert ledger.spent_epsilon == pytest.approx(1.0) == res.epsilon_spent
+    assert ledger.spent_delta == pytest.approx(model.delta_or_zero)
+    assert all(e.unit == "label" for e in ledger.entries)
+    n_entries = len(ledger.entries)
+    # The ledger is charged before any noise is drawn: a refused release draws nothing.
+    gen = np.random.default_rng(1)
+    before = gen.bit_generator.state
     with pytest.raises(fe.BudgetExceededError):
-        fe.vertical.auc(s, y, np.arange(500) % 5, epsilon=1.0, mechanism="rr", rng=0, ledger=ledger)
-    assert len(ledger.entries) == 1
+        fe.vertical.auc(s, y, ids, model, allocation=allocation, rng=gen, ledger=ledger)
+    assert gen.bit_generator.state == before
+    assert len(ledger.entries) == n_entries
+    assert ledger.spent_epsilon == pytest.approx(1.0)

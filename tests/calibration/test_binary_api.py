@@ -30,7 +30,9 @@ def test_binary_methods_route_to_binary_calibrators() -> None:
     assert cal.n_bins <= 7
     cal2 = calibrate(fed, DistributedDP(1.0), method="bbq", rng=0, n_candidates=5, height=8)
     assert isinstance(cal2, BBQCalibrator)
-    assert cal2.epsilon == pytest.approx(1.0)
+    # The guarantee and the budget charged travel in the calibrator's receipt.
+    assert cal2.guarantee.epsilon == pytest.approx(1.0)
+    assert cal2.epsilon_spent == pytest.approx(1.0)
     p = cal2.predict_proba(np.array([0.1, 0.5, 0.9]))
     assert np.all(np.diff(p) > 0)  # s² is increasing; with 4000 examples the map follows
 
@@ -40,6 +42,9 @@ def test_same_rng_same_calibrator() -> None:
     a = calibrate(fed, DistributedDP(0.5), method="binning", rng=3)
     b = calibrate(fed, DistributedDP(0.5), method="binning", rng=3)
     np.testing.assert_array_equal(a.predict_proba(fed.scores), b.predict_proba(fed.scores))
+    # Not vacuous: the release is noisy, so another seed gives another calibrator.
+    c = calibrate(fed, DistributedDP(0.5), method="binning", rng=4)
+    assert not np.array_equal(a.predict_proba(fed.scores), c.predict_proba(fed.scores))
 
 
 @pytest.mark.parametrize("method", ["temperature", "vector", "matrix", "op-vector"])

@@ -121,7 +121,10 @@ def test_json_round_trip_gives_identical_predictions() -> None:
         assert isinstance(back, BBQCalibrator)
         grid = np.linspace(-0.2, 1.2, 777)
         np.testing.assert_array_equal(back.predict_proba(grid), cal.predict_proba(grid))
-        assert back.ledger == cal.ledger
+        # the receipt (guarantee and ledger entries) survives the round trip
+        assert back.receipt == cal.receipt
+        assert back.privacy_receipt.entries == cal.privacy_receipt.entries
+        assert back.guarantee.epsilon == cal.guarantee.epsilon
 
 
 def test_one_release_is_charged() -> None:
@@ -130,8 +133,10 @@ def test_one_release_is_charged() -> None:
     cal = bbq(Federation.from_arrays(s, y), DistributedDP(1.0), height=6, rng=0, ledger=ledger)
     # the h level entries of ONE hierarchy release, ε/h each, summing to ε
     assert ledger.spent_epsilon == pytest.approx(1.0)
-    assert len(cal.ledger) == len(ledger.entries) == 6
-    assert cal.epsilon == pytest.approx(1.0)
+    assert len(cal.privacy_receipt.entries) == len(ledger.entries) == 6
+    assert cal.privacy_receipt.entries == tuple(ledger.entries)
+    assert cal.guarantee.epsilon == pytest.approx(1.0)
+    assert cal.epsilon_spent == pytest.approx(1.0)
     assert any("clamp negative" in step for step in cal.post_processing)
 
 

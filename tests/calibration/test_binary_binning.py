@@ -17,7 +17,7 @@ from fedeval.calibration.binning import (
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation, UserLevelDP
-from fedeval.sketches.hierarchy import release_hierarchy
+from helpers import release_hierarchy
 
 
 def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +90,10 @@ def test_json_round_trip_gives_identical_predictions() -> None:
         grid = np.linspace(-0.5, 1.5, 1001)
         np.testing.assert_array_equal(back.predict_proba(grid), cal.predict_proba(grid))
         np.testing.assert_array_equal(back.predict_proba(s), cal.predict_proba(s))
-        assert back.ledger == cal.ledger and back.epsilon == cal.epsilon
+        # the receipt (guarantee and ledger entries) survives the round trip
+        assert back.receipt == cal.receipt
+        assert back.privacy_receipt.entries == cal.privacy_receipt.entries
+        assert back.guarantee.epsilon == cal.guarantee.epsilon
 
 
 def test_privacy_is_recorded_and_charged_once() -> None:
@@ -98,22 +101,30 @@ def test_privacy_is_recorded_and_charged_once() -> None:
     fed = Federation.from_arrays(s, y)
     ledger = BudgetLedger(1.0)
     cal = histogram_binning(fed, DistributedDP(1.0), height=5, rng=0, ledger=ledger)
-    assert cal.epsilon == pytest.approx(1.0)
+    assert cal.guarantee.epsilon == pytest.approx(1.0)
     assert cal.epsilon_spent == pytest.approx(1.0)
     assert ledger.spent_epsilon == pytest.approx(1.0)
-    assert [e["label"] for e in cal.ledger] == [e.label for e in ledger.entries]
+    assert [e.label for e in cal.privacy_receipt.entries] == [e.label for e in ledger.entries]
     assert any("clamp" in step for step in cal.post_processing)
     with pytest.raises(BudgetExceededError):
         histogram_binning(fed, DistributedDP(1.0), height=5, rng=0, ledger=ledger)
     assert ledger.spent_epsilon == pytest.approx(1.0)
     sa = histogram_binning(fed, SecureAggregation(), rng=0)
-    assert sa.epsilon is None and sa.epsilon_spent == 0.0 and sa.ledger == []
+    # No DP: the one "none" guarantee (ε = inf, unit "none"), nothing charged.
+    assert not sa.guarantee.is_private and sa.guarantee.unit == "none"
+    assert sa.epsilon_spent == 0.0 and sa.privacy_receipt.entries == ()
 
 
 def test_probabilities_are_clamped_under_heavy_noise() -> None:
     s, y = _data(2000, 5)
     cal = histogram_binning(Federation.from_arrays(s, y), LocalDP(0.5), n_bins=40, rng=0)
     assert np.all((cal.probabilities >= 0) & (cal.probabilities <= 1))
+    # Not vacuous: some raw ratios of the noisy counts fall outside [0, 1] and are clamped.
+    pos, total = cal.positive_counts, cal.positive_counts + cal.negative_counts
+    filled = total > 0
+    raw = pos[filled] / total[filled]
+    assert np.any((raw < 0) | (raw > 1))
+    np.testing.assert_array_equal(cal.probabilities[filled], np.clip(raw, 0.0, 1.0))
     assert np.all(np.diff(cal.edges) > 0)
 
 
@@ -161,7 +172,7 @@ def test_bad_input() -> None:
     with pytest.raises(TypeError, match="Federation"):
         histogram_binning((s, y), SecureAggregation())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="UserLevelDP"):
-        histogram_binning(fed, UserLevelDP(1.0, 1e-5, clip=1.0))  # type: ignore[arg-type]
+        histogram_binning(fed, UserLevelDP(1.0, 1e-5, clip=1.0))
     probs = np.column_stack([1 - s, s])
     multi = Federation.from_arrays(probs, y, kind="probabilities")
     with pytest.raises(ValueError, match="binary"):

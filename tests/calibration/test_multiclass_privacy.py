@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 import pytest
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
 from dp_accounting.rdp import RdpAccountant
 
-from fedeval.calibration.federated import calibrate_multiclass, sample_participants
-from fedeval.calibration.multiclass_binning import _aggregate_histograms
-from fedeval.calibration.scaling import initial_parameters, nll_and_grad, sum_client_updates
-from fedeval.calibration.user_dp import clip_l2, clip_rows_l2, plan_noise
+from fedeval.calibration.fedavg import fit_local
+from fedeval.calibration.federated import (
+    MulticlassMethod,
+    calibrate_multiclass,
+    sample_participants,
+)
+from fedeval.calibration.scaling_maps import initial_parameters, nll_and_grad
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
+from fedeval.privacy.mechanism_for import mechanism_for
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from fedeval.privacy.noise import CentralNoise
+from fedeval.sketches.class_histograms import OneVsRestSketch
+from fedeval.sketches.scaler_updates import ScalerUpdateSketch, clip_l2
 
 
 def _clients(seed: int, n_clients: int, c: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -29,17 +39,12 @@ def _clients(seed: int, n_clients: int, c: int) -> list[tuple[np.ndarray, np.nda
 def _clipped_histograms(
     fed: Federation, privacy: UserLevelDP, n_bins: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    h = _aggregate_histograms(
-        fed,
-        fed.scores,
-        privacy,
-        n_bins=n_bins,
-        rounds=1,
-        sampling_rate=1.0,
-        noise_multiplier=0.0,
-        gen=np.random.default_rng(0),
-    )
-    return h.positive, h.negative
+    """Σ over all clients of their clipped (noise-free) 2c histograms."""
+    clip = privacy.clip
+    assert isinstance(clip, tuple)
+    c = fed.n_classes
+    v = OneVsRestSketch(c, n_bins, clip).encode_clients(fed)
+    return v[: c * n_bins].reshape(c, n_bins), v[c * n_bins :].reshape(c, n_bins)
 
 
 def test_histogram_clipping_bounds_one_clients_influence() -> None:
@@ -73,27 +78,57 @@ def test_update_clipping_bounds_one_clients_influence() -> None:
     def objective(w: np.ndarray, z: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
         return nll_and_grad("vector", w, z, y)
 
-    def total(clients: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        fed = Federation.from_clients(clients)
-        logits = np.log(np.maximum(fed.scores, 1e-300))
-        return sum_client_updates(
-            fed, logits, w, objective, np.arange(fed.n_clients), clip=0.5, max_iter=20
-        )
+    def fit(w0: np.ndarray, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return fit_local(objective, w0, z, y, max_iter=20)
 
-    t0 = total(base)
-    assert np.linalg.norm(t0 - total(base[1:])) <= 0.5 + 1e-9
+    def total(clients: list[tuple[np.ndarray, np.ndarray]], clip: float | None) -> np.ndarray:
+        fed = Federation.from_clients(clients)
+        logits = dataclasses.replace(fed, scores=np.log(np.maximum(fed.scores, 1e-300)))
+        return np.asarray(ScalerUpdateSketch(fit, w, clip).encode_clients(logits))
+
+    t0 = total(base, 0.5)
+    # Not vacuous: without clipping, removing client 0 moves the sum by more than C.
+    assert np.linalg.norm(total(base, None) - total(base[1:], None)) > 0.5
+    assert np.linalg.norm(t0 - total(base[1:], 0.5)) <= 0.5 + 1e-9
+    wild_clients = []
     for _ in range(3):
         n = int(rng.integers(1, 300))
-        wild = (rng.dirichlet(np.full(c, 0.05), size=n), rng.integers(0, c, size=n))
-        assert np.linalg.norm(t0 - total([wild, *base[1:]])) <= 2 * 0.5 + 1e-9
+        wild_clients.append((rng.dirichlet(np.full(c, 0.05), size=n), rng.integers(0, c, size=n)))
+    # Adversarial replacements: confident scores whose labels are always the least likely
+    # class; without clipping they move the sum by more than 2C.
+    for _ in range(2):
+        n = int(rng.integers(100, 300))
+        p = rng.dirichlet(np.full(c, 0.05), size=n)
+        wild = (p, np.argmin(p, axis=1))
+        assert np.linalg.norm(total(base, None) - total([wild, *base[1:]], None)) > 2 * 0.5
+        wild_clients.append(wild)
+    for wild in wild_clients:
+        assert np.linalg.norm(t0 - total([wild, *base[1:]], 0.5)) <= 2 * 0.5 + 1e-9
 
 
 def test_clip_helpers() -> None:
     v = np.array([3.0, 4.0])
     np.testing.assert_allclose(clip_l2(v, 1.0), [0.6, 0.8])
     np.testing.assert_allclose(clip_l2(v, 10.0), v)
-    rows = clip_rows_l2(np.array([[3.0, 4.0], [0.0, 0.0], [0.3, 0.4]]), 1.0)
-    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), [1.0, 0.0, 0.5])
+    # Per-histogram clipping of one client (OneVsRestSketch.encode), C+ = 1: class 0's
+    # positive histogram holds 4 and 3 examples in bins 2 and 3 (norm 5) -> (0.8, 0.6);
+    # class 1 has no positives (norm 0: stays 0, no NaN); class 2's one positive (norm 1)
+    # stays as it is.
+    probs = np.array([[0.9, 0.05, 0.05]] * 3 + [[0.6, 0.2, 0.2]] * 4 + [[0.1, 0.1, 0.8]])
+    labels = np.array([0] * 7 + [2])
+    sketch = OneVsRestSketch(3, 4, (1.0, 100.0))
+    vec = sketch.encode(probs, labels, np.zeros(8, dtype=np.int64))
+    pos = vec[:12].reshape(3, 4)
+    np.testing.assert_allclose(pos[0], [0.0, 0.0, 0.8, 0.6])
+    np.testing.assert_array_equal(pos[1], 0.0)
+    np.testing.assert_allclose(np.linalg.norm(pos, axis=1), [1.0, 0.0, 1.0])
+    # The vectorised many-client encoding clips the same way as the one-client encoding.
+    fed = Federation.from_clients(_clients(5, 7, 3))
+    one_by_one = sum(
+        sketch.encode(fed.client(k).scores, fed.client(k).labels, np.full(1, k))
+        for k in range(fed.n_clients)
+    )
+    np.testing.assert_allclose(sketch.encode_clients(fed), one_by_one, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -101,15 +136,28 @@ def test_clip_helpers() -> None:
 )
 def test_accountant_matches_direct_dp_accounting(epsilon: float, rounds: int, rate: float) -> None:
     # The paper's settings: δ = 1e-5, T = 12, 10 of 100 clients per round, ε ∈ {1, 3}.
-    plan = plan_noise(UserLevelDP(epsilon, 1e-5, clip=0.5), rounds=rounds, sampling_rate=rate)
-    gaussian = GaussianDpEvent(plan.noise_multiplier)
+    sketch = ScalerUpdateSketch(lambda w, z, y: w, np.ones(1), 0.5)
+    mech = mechanism_for(
+        UserLevelDP(epsilon, 1e-5, clip=0.5),
+        sketch,
+        n_clients=100,
+        rounds=rounds,
+        sampling_rate=rate,
+    )
+    (entry,) = mech.ledger_entries
+    z = entry.details["noise_multiplier"]
+    gaussian = GaussianDpEvent(z)
     event = gaussian if rate == 1.0 else PoissonSampledDpEvent(rate, gaussian)
     acc = RdpAccountant()
     acc.compose(SelfComposedDpEvent(event, rounds))
     direct = acc.get_epsilon(1e-5)
-    assert plan.epsilon == pytest.approx(direct, rel=1e-9)
+    assert mech.guarantee.epsilon == pytest.approx(direct, rel=1e-9)
+    assert entry.epsilon == pytest.approx(direct, rel=1e-9)
     assert direct <= epsilon
     assert direct >= 0.99 * epsilon  # calibrated tightly, not just conservatively
+    # The noise added every round is z times the L2 sensitivity C = 0.5.
+    assert isinstance(mech.noise, CentralNoise) and mech.noise.kind == "gaussian"
+    assert float(np.asarray(mech.noise.scale)) == pytest.approx(z * 0.5, rel=1e-12)
 
 
 def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
@@ -124,8 +172,11 @@ def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
         rng=0,
         ledger=ledger,
     )
-    assert cal.privacy["model"] == "userdp"
-    assert cal.privacy["rounds"] == 2 and cal.privacy["sampling_rate"] == 0.5
+    # The receipt states the model and guarantee; ``procedure`` the facts of the rounds.
+    assert cal.receipt["model"] == UserLevelDP(1.0, 1e-5, clip=0.5).describe()
+    assert cal.procedure["rounds"] == 2 and cal.procedure["sampling_rate"] == 0.5
+    assert set(cal.procedure["noise_std"]) == {"parameter updates"}
+    assert cal.procedure["l2_sensitivity"] == 0.5
     assert 0.99 <= cal.epsilon_spent <= 1.0
     assert cal.guarantee.unit == "client" and cal.guarantee.delta == 1e-5
     assert ledger.spent_epsilon == pytest.approx(cal.epsilon_spent)
@@ -142,6 +193,45 @@ def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
     assert len(ledger.entries) == 1
     sa = calibrate_multiclass(fed, SecureAggregation(), method="bbq", rng=0)
     assert sa.epsilon_spent == 0.0 and sa.guarantee.unit == "none"
+
+
+@pytest.mark.parametrize(
+    ("method", "sketch", "clip"),
+    [("temperature", ScalerUpdateSketch, 0.5), ("binning", OneVsRestSketch, (2.0, 4.0))],
+)
+def test_budget_is_charged_once_before_the_first_round(
+    monkeypatch: pytest.MonkeyPatch,
+    method: MulticlassMethod,
+    sketch: type[OneVsRestSketch] | type[ScalerUpdateSketch],
+    clip: float | tuple[float, float],
+) -> None:
+    # Changed semantics: the whole procedure is charged ONCE, before any round runs
+    # (aggregation.Rounds), not after the calibrator is computed.
+    fed = Federation.from_clients(_clients(6, 8, 3))
+    ledger = BudgetLedger(1.5, 1e-4)
+    seen: list[int] = []
+    encode = sketch.encode_clients
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(len(ledger.entries))
+        return encode(self, *args, **kwargs)
+
+    monkeypatch.setattr(sketch, "encode_clients", spy)
+    privacy = UserLevelDP(1.0, 1e-5, clip=clip)
+    cal = calibrate_multiclass(
+        fed, privacy, method=method, rounds=3, sampling_rate=1.0, rng=0, ledger=ledger
+    )
+    assert seen == [1, 1, 1]  # three rounds, every one after the single charge
+    assert len(ledger.entries) == 1
+    assert ledger.entries[0].epsilon == pytest.approx(cal.epsilon_spent)
+    assert cal.privacy_receipt.entries == tuple(ledger.entries)
+    # Refused: nothing is encoded, nothing charged.
+    seen.clear()
+    with pytest.raises(BudgetExceededError):
+        calibrate_multiclass(
+            fed, privacy, method=method, rounds=3, sampling_rate=1.0, rng=0, ledger=ledger
+        )
+    assert seen == [] and len(ledger.entries) == 1
 
 
 def test_poisson_sampling_rate() -> None:

@@ -10,15 +10,15 @@ from scipy.special import logsumexp
 from fedeval.calibration.base import calibrator_from_json
 from fedeval.calibration.fedcal import fit_fedcal
 from fedeval.calibration.federated import calibrate_multiclass
-from fedeval.calibration.scaling import (
+from fedeval.calibration.scaling import ScalingCalibrator, fit_scaling
+from fedeval.calibration.scaling_maps import (
     FAMILIES,
-    ScalingCalibrator,
-    fit_scaling,
+    ScalingFamily,
     initial_parameters,
     nll_and_grad,
 )
 from fedeval.data import Federation
-from fedeval.partition import dirichlet
+from fedeval.data.partition import dirichlet
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
 
 
@@ -115,7 +115,7 @@ def test_fedcal_mlp_is_order_preserving_and_round_trips() -> None:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_scaling_json_round_trip_and_probabilities(family: str) -> None:
+def test_scaling_json_round_trip_and_probabilities(family: ScalingFamily) -> None:
     z, y = _overconfident(500, 4, seed=7)
     probs = np.exp(z - logsumexp(z, axis=1, keepdims=True))
     fed = dirichlet(Federation.from_arrays(probs, y), n_clients=5, beta=1.0, rng=0)
@@ -125,8 +125,11 @@ def test_scaling_json_round_trip_and_probabilities(family: str) -> None:
     back = calibrator_from_json(cal.to_json())
     assert isinstance(back, ScalingCalibrator)
     np.testing.assert_array_equal(back.predict_proba(probs), cal.predict_proba(probs))
-    assert back.privacy == cal.privacy
-    assert back.epsilon_spent <= 1.0
+    # ``privacy`` became ``procedure`` (facts of the rounds) + ``receipt`` (guarantee, ledger).
+    assert back.procedure == cal.procedure
+    assert back.receipt == cal.receipt
+    assert back.privacy_receipt.entries == cal.privacy_receipt.entries
+    assert 0 < back.epsilon_spent <= 1.0
     np.testing.assert_allclose(cal.predict_proba(probs).sum(axis=1), 1.0)
 
 

@@ -8,7 +8,13 @@ import pytest
 from fedeval.calibration.federated import calibrate_multiclass
 from fedeval.calibration.scaling import ScalingCalibrator
 from fedeval.data import Federation
-from fedeval.privacy.models import DistributedDP, SecureAggregation, UserLevelDP
+from fedeval.privacy.models import (
+    DistributedDP,
+    LabelDP,
+    LocalDP,
+    SecureAggregation,
+    UserLevelDP,
+)
 
 
 @pytest.fixture
@@ -82,8 +88,19 @@ def test_other_bad_arguments(fed: Federation) -> None:
         calibrate_multiclass(fed, SecureAggregation(), method="isotonic")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown option"):
         calibrate_multiclass(fed, SecureAggregation(), method="temperature", levels=3)
-    with pytest.raises(TypeError, match="privacy must be"):
-        calibrate_multiclass(fed, DistributedDP(1.0), method="bbq")  # type: ignore[arg-type]
+    # Which models a procedure accepts is now decided by privacy.mechanism_for.
+    with pytest.raises(TypeError, match="DistributedDP cannot release"):
+        calibrate_multiclass(fed, DistributedDP(1.0), method="bbq")
+    with pytest.raises(TypeError, match="DistributedDP cannot release"):
+        calibrate_multiclass(fed, DistributedDP(1.0), method="temperature")
+    with pytest.raises(TypeError, match="LocalDP cannot release"):
+        calibrate_multiclass(fed, LocalDP(1.0), method="binning")
+    with pytest.raises(TypeError, match="LabelDP"):
+        calibrate_multiclass(fed, LabelDP(1.0), method="vector")
+    with pytest.raises(TypeError, match="not a privacy model"):
+        calibrate_multiclass(fed, "userdp", method="bbq")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="covers one release"):
+        calibrate_multiclass(fed, DistributedDP(1.0), method="bbq", rounds=2)
     with pytest.raises(TypeError, match="Federation"):
         calibrate_multiclass(np.zeros((3, 3)), SecureAggregation())  # type: ignore[arg-type]
     binary = Federation.from_arrays([0.1, 0.9], [0, 1])

@@ -14,8 +14,8 @@ from fedeval.ecdf import (
     geometric_grid,
     inverse_ecdf,
     private_ecdf,
-    tree_height,
 )
+from fedeval.sketches.tree import binary_height
 
 
 def test_equal_width_grid_endpoints_and_size() -> None:
@@ -43,7 +43,8 @@ def test_geometric_grid_has_constant_ratio() -> None:
 
 @pytest.mark.parametrize(("n", "height"), [(2, 1), (3, 2), (4, 2), (5, 3), (1024, 10), (1025, 11)])
 def test_tree_height_is_ceil_log2(n: int, height: int) -> None:
-    assert tree_height(n) == height == math.ceil(math.log2(n))
+    # The ECDF tree's height is the shared binary height of sketches.tree (was ecdf.tree_height).
+    assert binary_height(n) == height == math.ceil(math.log2(n))
 
 
 @pytest.mark.parametrize(
@@ -98,3 +99,21 @@ def test_bad_values_are_rejected() -> None:
         private_ecdf([0.1, np.inf], [0.0, 1.0], epsilon=1.0)
     with pytest.raises(ValueError, match="at least one"):
         private_ecdf([], [0.0, 1.0], epsilon=1.0)
+
+
+def test_bad_privacy_arguments_are_rejected() -> None:
+    from fedeval.privacy.models import DistributedDP
+
+    # privacy is a model object; epsilon= is sugar for DistributedDP: exactly one of them.
+    with pytest.raises(TypeError, match="exactly one"):
+        private_ecdf([0.1, 0.2], [0.0, 1.0], rng=0)
+    with pytest.raises(TypeError, match="exactly one"):
+        private_ecdf([0.1, 0.2], [0.0, 1.0], DistributedDP(1.0), epsilon=1.0, rng=0)
+    with pytest.raises(ValueError, match="neighbouring"):
+        private_ecdf([0.1, 0.2], [0.0, 1.0], epsilon=1.0, neighbouring="swap", rng=0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="path"):
+        private_ecdf([0.1, 0.2], [0.0, 1.0], epsilon=1.0, path="slow", rng=0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="numeric"):
+        private_ecdf(["a", "b"], [0.0, 1.0], epsilon=1.0, rng=0)
+    with pytest.raises(ValueError, match="1-dimensional"):
+        private_ecdf([[0.1, 0.2]], [0.0, 1.0], epsilon=1.0, rng=0)

@@ -13,26 +13,22 @@ import numpy as np
 import pytest
 
 import fedeval as fe
-from fedeval.flower.protocol import (
-    EvaluationPlan,
+from fedeval.flower.decode import build_evaluation, decode_ldp, decode_sum
+from fedeval.flower.plan import EvaluationPlan
+from fedeval.flower.replies import (
     NotEnoughClientsError,
     ReplyOutOfRangeError,
     ReplyRange,
-    build_evaluation,
     check_enough_clients,
     check_reply,
-    choose_clipping_range,
-    clipping_delta,
-    decode_ldp,
-    decode_sum,
     encode_client,
-    privacy_from_dict,
-    privacy_to_dict,
     reply_range,
-    secagg_parameters,
-    share_noise,
 )
-from fedeval.sketches.hierarchy import release_hierarchy
+from fedeval.flower.secagg import choose_clipping_range, clipping_delta, secagg_parameters
+from fedeval.privacy.mechanisms.polya import polya_difference_epsilon
+from fedeval.privacy.models import model_from_dict, model_to_dict
+from fedeval.privacy.noise import PolyaShareNoise
+from helpers import release_hierarchy
 
 
 def _fed(n: int = 3000, n_clients: int = 20, seed: int = 0) -> fe.Federation:
@@ -44,7 +40,7 @@ def _fed(n: int = 3000, n_clients: int = 20, seed: int = 0) -> fe.Federation:
 
 def _plan(model: object, fed: fe.Federation, **kw: object) -> EvaluationPlan:
     args: dict = {
-        "privacy": privacy_to_dict(model),  # type: ignore[arg-type]
+        "privacy": model_to_dict(model),  # type: ignore[arg-type]
         "height": 4,
         "branching": 2,
         "score_range": (0.0, 1.0),
@@ -71,7 +67,7 @@ def test_plan_json_round_trip(model: object) -> None:
     plan = _plan(model, _fed(200, 5), setting="x")
     back = EvaluationPlan.from_json(plan.to_json())
     assert back == plan
-    assert privacy_from_dict(back.privacy) == model
+    assert model_from_dict(back.privacy) == model
 
 
 @pytest.mark.parametrize(
@@ -88,8 +84,12 @@ def test_plan_rejects_bad_fields() -> None:
         _plan(fe.SecureAggregation(), fed, min_received=9, n_shares=5)
     with pytest.raises(ValueError, match="max_examples"):
         _plan(fe.SecureAggregation(), fed, max_examples=0)
+    # Every model now has a dict form; the plan refuses a model that cannot release
+    # the hierarchy (the pipeline's own dispatch, mechanism_for, decides).
     with pytest.raises(TypeError, match="UserLevelDP"):
-        privacy_to_dict(fe.UserLevelDP(epsilon=1.0, delta=1e-5, clip=1.0))
+        _plan(fe.UserLevelDP(epsilon=1.0, delta=1e-5, clip=1.0), fed)
+    with pytest.raises(TypeError, match="LabelDP"):
+        _plan(fe.LabelDP(epsilon=1.0), fed)
 
 
 # --------------------------------------------------------------- client encoder
@@ -122,8 +122,8 @@ def test_sum_of_client_shares_has_the_target_variance() -> None:
     target discrete Laplace (variance × k/m): checked over many draws."""
     fed = _fed(400, 20)
     plan = _plan(fe.DistributedDP(epsilon=1.0), fed, min_received=18)
-    noise = share_noise(plan)
-    assert noise is not None
+    noise = plan.mechanism().noise
+    assert isinstance(noise, PolyaShareNoise)
     rng = np.random.default_rng(7)
     k = 19  # one of 20 clients dropped out
     reps = []
@@ -137,7 +137,7 @@ def test_sum_of_client_shares_has_the_target_variance() -> None:
         fed.scores[fed.client_index < k], fed.labels[fed.client_index < k]
     )
     noise_draws = np.asarray(reps) - counts
-    target = noise.target.variance
+    target = noise.shares.target.variance  # the discrete Laplace any 18 shares sum to
     expected = target * k / 18
     n = noise_draws.size
     se = expected * math.sqrt(5.0 / n)  # var of s² for a Laplace-like law ≈ σ⁴(2+3)/n
@@ -245,9 +245,9 @@ def test_clipping_range_bounds_honest_shares(model: object) -> None:
     smaller = choose_clipping_range(plan, max_dropouts=1, clip_probability=p.clip_probability * 50)
     assert smaller.noise_tail < p.noise_tail
     # Empirically no share of 20 clients × vector length exceeds τ.
-    noise = share_noise(plan)
+    noise = plan.mechanism().noise
     assert noise is not None
-    draws = noise.sample_share((plan.n_shares, plan.vector_length), np.random.default_rng(0))
+    draws = noise.share(plan.n_shares * plan.vector_length, np.random.default_rng(0))
     assert np.abs(draws).max() <= p.noise_tail
 
 
@@ -259,7 +259,11 @@ def test_clipping_delta_folds_into_the_guarantee() -> None:
     tree = decode_sum(plan, np.zeros(plan.vector_length, dtype=np.int64), 20, clip_probability=1e-9)
     assert tree.guarantee.epsilon == pytest.approx(1.0)
     assert tree.guarantee.delta == pytest.approx((1 + math.e) * 1e-9)
-    assert "20 of 20" in tree.guarantee.statement
+    # At or above the threshold the guarantee is the target one: its statement names
+    # the shares and the threshold (it names the shares received only below it).
+    assert "from 20 parties, any 19 of which" in tree.guarantee.statement
+    assert "arrived" not in tree.guarantee.statement
+    assert "SecAgg+ clipping" in tree.guarantee.statement
     ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
     assert ev.delta_spent == pytest.approx((1 + math.e) * 1e-9)
     assert ev.epsilon_spent == pytest.approx(1.0)
@@ -277,3 +281,25 @@ def test_fewer_shares_than_threshold_weakens_epsilon() -> None:
     plan = _plan(fe.DistributedDP(epsilon=1.0), fed, min_received=18)
     tree = decode_sum(plan, np.zeros(plan.vector_length, dtype=np.int64), 10)
     assert tree.guarantee.epsilon > 1.0
+    # The exact weaker ε: one example shifts the vector by L1 = h = 4 (one node per
+    # level), the noise per coordinate is Pólya(10/18, α) − Pólya(10/18, α) with
+    # α = e^(-ε/L1), and ε = L1 × the loss of one unit shift.
+    l1 = plan.height
+    exact = l1 * polya_difference_epsilon(10 / 18, math.exp(-1.0 / l1), 1)
+    assert tree.guarantee.epsilon == pytest.approx(exact, rel=1e-9)
+    assert "only 10 of 20 shares arrived" in tree.guarantee.statement
+    # The SecAgg+ clipping δ is (1 + e^ε)·δ_clip with the ε that holds.
+    clipped = decode_sum(
+        plan, np.zeros(plan.vector_length, dtype=np.int64), 10, clip_probability=1e-9
+    )
+    assert clipped.guarantee.epsilon == pytest.approx(exact, rel=1e-9)
+    assert clipped.guarantee.delta == pytest.approx((1 + math.exp(exact)) * 1e-9)
+    # More shares: a smaller ε, back to the target at the threshold.
+    eps = [
+        decode_sum(plan, np.zeros(plan.vector_length, dtype=np.int64), k).guarantee.epsilon
+        for k in (5, 10, 17, 18)
+    ]
+    assert eps == sorted(eps, reverse=True) and eps[-1] == pytest.approx(1.0)
+    # The ledger charges the weaker ε.
+    ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
+    assert ev.epsilon_spent == pytest.approx(exact, rel=1e-9)

@@ -31,13 +31,14 @@ import pytest
 flwr = pytest.importorskip("flwr")
 
 import fedeval as fe  # noqa: E402
-from fedeval.flower.protocol import EvaluationPlan, share_noise  # noqa: E402
+from fedeval.flower.plan import EvaluationPlan  # noqa: E402
 from fedeval.flower.simulate import (  # noqa: E402
     quiet_flower_environment,
     run_flower_simulation,
     write_partitions,
 )
-from fedeval.sketches.hierarchy import release_hierarchy  # noqa: E402
+from fedeval.privacy.noise import PolyaShareNoise  # noqa: E402
+from helpers import release_hierarchy  # noqa: E402
 
 pytestmark = pytest.mark.flower
 
@@ -140,14 +141,19 @@ def test_distdp_noise_has_the_target_variance_and_states_clients_used(run: dict)
     assert facts["n_used"] == N_GOOD - 1
     plan = EvaluationPlan(**ev["plan"])
     assert plan.min_received == facts["secagg"]["reconstruction_threshold"]
-    assert f"{N_GOOD - 1} of {N_GOOD}" in ev["guarantee"]
+    # At the threshold the guarantee is the target one; it names the clients adding
+    # shares and the threshold (shares received are named only below it; the facts
+    # state the clients used).
+    assert plan.n_shares == N_GOOD
+    assert f"from {N_GOOD} parties, any {plan.min_received} of which" in ev["guarantee"]
+    assert "arrived" not in ev["guarantee"]
     fed = _federation_of(run["parts"], facts["used_clients"])
     exact = plan.spec.encode_levels(fed.scores, fed.labels)
     noise = np.asarray(ev["released_sum"]) - exact
-    polya = share_noise(plan)
-    assert polya is not None
+    polya = plan.mechanism().noise
+    assert isinstance(polya, PolyaShareNoise)
     # k received shares, each calibrated to the threshold m: variance k/m × target.
-    expected = polya.target.variance * facts["n_used"] / plan.min_received
+    expected = polya.shares.target.variance * facts["n_used"] / plan.min_received
     assert ev["noise_variance"] == pytest.approx(expected)
     n = noise.size
     se = expected * math.sqrt(5.0 / n)

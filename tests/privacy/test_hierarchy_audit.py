@@ -35,7 +35,7 @@ from scipy import stats
 
 from fedeval.data import Federation
 from fedeval.privacy.models import DistributedDP
-from fedeval.sketches.hierarchy import release_hierarchy
+from helpers import release_hierarchy
 
 pytestmark = pytest.mark.privacy
 

@@ -23,11 +23,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fedeval.aggregation import federated_sum, limit_contributions
+from fedeval.aggregation import release
+from fedeval.aggregation.paths import bound_contributions
 from fedeval.data import Federation
 from fedeval.privacy.mechanisms.skellam import SkellamShares
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
-from fedeval.sketches.hierarchy import release_hierarchy
+from fedeval.privacy.sensitivity import Part, Sensitivity
+from fedeval.sketches.base import Sketch
+from helpers import release_hierarchy
 
 pytestmark = pytest.mark.statistical
 
@@ -197,12 +200,12 @@ def test_limit_contributions_keeps_a_uniform_subset() -> None:
     labels = np.arange(12) % 2
     clients = np.array([0] * 5 + [1] * 2 + [2] * 5)
     fed = Federation.from_arrays(scores, labels, clients)
-    assert limit_contributions(fed, 5, np.random.default_rng(0)) is fed
+    assert bound_contributions(fed, 5, np.random.default_rng(0)) is fed
     gen = np.random.default_rng(9)
     r_limit = 3000
     kept = np.zeros(12)
     for _ in range(r_limit):
-        out = limit_contributions(fed, 2, gen)
+        out = bound_contributions(fed, 2, gen)
         np.testing.assert_array_equal(out.client_sizes, [2, 2, 2])
         for i in range(3):
             view = out.client(i)
@@ -216,18 +219,36 @@ def test_limit_contributions_keeps_a_uniform_subset() -> None:
         assert stats.chisquare(block, np.full(5, 2 * r_limit / 5)).pvalue > P_MIN
 
 
-def test_federated_sum_rejects_bad_path_and_encoder() -> None:
+class _LabelCounts(Sketch):
+    """Counts of each label: a two-coordinate sketch for testing the paths."""
+
+    name = "label counts"
+
+    def __init__(self, length: int = 2) -> None:
+        self.reported_length = length
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("labels", self.reported_length),)
+
+    def sensitivity(self, **_: object) -> Sensitivity:
+        return Sensitivity("example", "add_remove", 1.0, 1.0, self.parts)
+
+    def encode(self, scores: np.ndarray, labels: np.ndarray, clients: np.ndarray) -> np.ndarray:
+        return np.bincount(labels, minlength=2)
+
+    def decode(self, release: object) -> object:
+        return release
+
+
+def test_release_rejects_bad_path_and_encoder() -> None:
     fed = _federation(identical_clients=False)
-
-    def encode(s: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
-        return np.bincount(y, minlength=2)
-
     with pytest.raises(ValueError, match="path"):
-        federated_sum(fed, encode, 2, noise=None, path="slow")  # type: ignore[arg-type]
+        release(fed, _LabelCounts(), SecureAggregation(), path="slow")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="expected"):
-        federated_sum(fed, encode, 3, noise=None, path="faithful")
-    fast = federated_sum(fed, encode, 2, noise=None, path="fast")
-    faithful = federated_sum(fed, encode, 2, noise=None, path="faithful")
+        release(fed, _LabelCounts(3), SecureAggregation(), path="faithful")
+    fast = release(fed, _LabelCounts(), SecureAggregation(), path="fast")
+    faithful = release(fed, _LabelCounts(), SecureAggregation(), path="faithful")
     np.testing.assert_array_equal(fast.values, faithful.values)
-    assert fast.noise_variance == 0.0
+    np.testing.assert_array_equal(fast.variance, 0.0)
     assert fast.n_clients == N_CLIENTS

@@ -26,7 +26,7 @@ from scipy import stats
 
 from fedeval.data import Federation
 from fedeval.privacy.models import DistributedDP, SecureAggregation
-from fedeval.sketches.hierarchy import release_hierarchy
+from helpers import release_hierarchy
 
 pytestmark = pytest.mark.statistical
 

@@ -16,7 +16,10 @@ import pytest
 from scipy.special import expit
 from scipy.stats import norm
 
+import fedeval as fe
 import fedeval.vertical as fv
+from fedeval.privacy.mechanisms.randomized_response import flip_labels, flip_probability
+from fedeval.vertical.estimate import release_rank_sums
 
 pytestmark = pytest.mark.statistical
 
@@ -45,7 +48,8 @@ RR_CASES = [(0.5, 0.256), (1.0, 0.256), (2.0, 0.5), (4.0, 0.1), (8.0, 0.256)]
 def test_rr_unbiased_and_delta_variance(epsilon, base_rate, record_property):
     m, reps = 5000, 3000
     s, y = _binormal(m, base_rate, 0.75, seed=1)
-    res = fv.simulate(s, y, n_clients=1, mechanism="rr", epsilon=epsilon, n_reps=reps, rng=2)
+    rr = fe.LabelDP(epsilon, noise="rr")
+    res = fv.simulate(s, y, n_clients=1, privacy=rr, n_reps=reps, rng=2)
     p = int(y.sum())
     a = res.true_auc
     bias2 = fv.rr_bias_second_order(m, p, auc=a, epsilon=epsilon)
@@ -55,6 +59,10 @@ def test_rr_unbiased_and_delta_variance(epsilon, base_rate, record_property):
     assert abs(res.mean - a) < 0.1 * res.std
 
     mine = res.predicted_std
+    # The release's covariance gives exactly the closed-form delta-method variance.
+    assert mine**2 == pytest.approx(
+        fv.rr_variance_delta(fv.mid_ranks(s), n_pos=p, auc=a, epsilon=epsilon), rel=1e-10
+    )
     paper = math.sqrt(fv.rr_variance_eq7(p, m - p, epsilon=epsilon))
     record_property("std_empirical", res.std)
     record_property("std_delta_method", mine)
@@ -84,7 +92,7 @@ def test_eq7_misses_centering_and_debiasing_factor():
 def test_randomized_response_flip_rates_match_epsilon():
     eps, n = 1.3, 400_000
     y = np.repeat([0, 1], n // 2)
-    flipped = fv.randomized_response(y, epsilon=eps, rng=3)
+    flipped = flip_labels(y, flip_probability(eps), rng=3)
     keep1 = flipped[y == 1].mean()  # Pr[ỹ=1 | y=1] = e^ε/(1+e^ε)
     keep0 = flipped[y == 0].mean()  # Pr[ỹ=1 | y=0] = 1/(1+e^ε)
     se = math.sqrt(0.25 / (n // 2))
@@ -103,13 +111,16 @@ def test_global_and_local_laplace_match_eq8_eq9(record_property):
     s, y = _binormal(m, 0.3, 0.75, seed=4)
     p = int(y.sum())
     kw = {"n_clients": m, "epsilon": eps, "alpha": 0.5, "n_reps": reps, "exact_counts": True}
-    glob = fv.simulate(s, y, mechanism="global-laplace", rng=5, **kw)
-    loc = fv.simulate(s, y, mechanism="local-laplace", rng=6, **kw)
+    glob = fv.simulate(s, y, rank_sensitivity="global", rng=5, **kw)
+    loc = fv.simulate(s, y, rank_sensitivity="local", rng=6, **kw)
     eq8 = fv.global_laplace_variance_eq8(m, p, n_clients=m, epsilon_sum=0.5 * eps)
     eq9 = fv.local_laplace_variance_eq9(m, p, epsilon_sum=0.5 * eps)
     record_property("global_std_vs_eq8", (glob.std, math.sqrt(eq8)))
     record_property("local_std_vs_eq9", (loc.std, math.sqrt(eq9)))
     record_property("std_ratio", glob.std / loc.std)
+    # The delta-method prediction with exact counts is eqs. (8)/(9) themselves.
+    assert glob.predicted_std**2 == pytest.approx(eq8, rel=1e-12)
+    assert loc.predicted_std**2 == pytest.approx(eq9, rel=1e-12)
     # Kurtosis of a weighted Laplace sum: 3 Σw⁴/(Σw²)² ≤ 3·(9/5)/M for w = ranks.
     tol = 4 * _var_rel_se(reps, kurtosis=6.0 / m)
     assert abs(glob.std**2 / eq8 - 1) < tol
@@ -120,20 +131,22 @@ def test_global_and_local_laplace_match_eq8_eq9(record_property):
 
 # --- FedAUC_Lap with noisy counts: delta-method variance ----------------------------------
 
+# (noise, rank sensitivity, allocation, delta, assignment); the old mechanism strings
+# "global-laplace" / "local-gaussian" are LabelDP(ε, noise=...) with rank_sensitivity.
 LAP_CASES = [
-    ("global-laplace", "fixed", None, "iid"),
-    ("local-laplace", "fixed", None, "iid"),
-    ("local-laplace", "fixed", None, "by-score"),
-    ("local-laplace", "orthogonal", None, "by-score"),
-    ("local-laplace", "adaptive", None, "iid"),
-    ("local-laplace", "adaptive", None, "by-score"),
-    ("local-gaussian", "fixed", 1e-5, "iid"),
-    ("local-gaussian", "adaptive", 1e-5, "by-score"),
+    ("laplace", "global", "fixed", None, "iid"),
+    ("laplace", "local", "fixed", None, "iid"),
+    ("laplace", "local", "fixed", None, "by-score"),
+    ("laplace", "local", "orthogonal", None, "by-score"),
+    ("laplace", "local", "adaptive", None, "iid"),
+    ("laplace", "local", "adaptive", None, "by-score"),
+    ("gaussian", "local", "fixed", 1e-5, "iid"),
+    ("gaussian", "local", "adaptive", 1e-5, "by-score"),
 ]
 
 
-@pytest.mark.parametrize(("mechanism", "allocation", "delta", "assignment"), LAP_CASES)
-def test_laplace_delta_method_variance(mechanism, allocation, delta, assignment):
+@pytest.mark.parametrize(("noise", "sensitivity", "allocation", "delta", "assignment"), LAP_CASES)
+def test_laplace_delta_method_variance(noise, sensitivity, allocation, delta, assignment):
     m, reps, k = 20_000, 3000, 50
     s, y = _binormal(m, 0.256, 0.75, seed=7)
     res = fv.simulate(
@@ -141,10 +154,9 @@ def test_laplace_delta_method_variance(mechanism, allocation, delta, assignment)
         y,
         n_clients=k,
         assignment=assignment,
-        mechanism=mechanism,
+        privacy=fe.LabelDP(1.0, noise=noise, delta=delta),
+        rank_sensitivity=sensitivity,
         allocation=allocation,
-        delta=delta,
-        epsilon=1.0,
         n_reps=reps,
         rng=8,
     )
@@ -158,29 +170,35 @@ def test_laplace_delta_method_variance(mechanism, allocation, delta, assignment)
 
 
 @pytest.mark.parametrize(
-    ("mechanism", "allocation", "delta"),
+    ("noise", "sensitivity", "allocation", "delta"),
     [
-        ("rr", "fixed", None),
-        ("global-laplace", "fixed", None),
-        ("local-laplace", "adaptive", None),
-        ("local-gaussian", "orthogonal", 1e-5),
+        ("rr", "local", "fixed", None),
+        ("laplace", "global", "fixed", None),
+        ("laplace", "local", "adaptive", None),
+        ("gaussian", "local", "orthogonal", 1e-5),
     ],
 )
-def test_fast_path_agrees_with_faithful_path(mechanism, allocation, delta):
+def test_fast_path_agrees_with_faithful_path(noise, sensitivity, allocation, delta):
+    # fv.auc(path="faithful") runs every label party's encoder and noise; simulate repeats
+    # fast-path releases (exact in distribution).
     m, k, calls, reps = 2000, 40, 400, 4000
     s, y = _binormal(m, 0.3, 0.75, seed=9)
     ids = fv.assign_clients(s, k, assignment="by-score")
-    kw = {"mechanism": mechanism, "allocation": allocation, "delta": delta, "epsilon": 1.0}
+    kw = {
+        "privacy": fe.LabelDP(1.0, noise=noise, delta=delta),
+        "rank_sensitivity": sensitivity,
+        "allocation": allocation,
+    }
     gen = np.random.default_rng(10)
-    faithful = [fv.auc(s, y, ids, rng=gen, **kw) for _ in range(calls)]
-    values = np.array([r.value for r in faithful])
+    faithful = [fv.auc(s, y, ids, rng=gen, path="faithful", **kw) for _ in range(calls)]
+    values = np.array([r.roc_auc for r in faithful])
     fast = fv.simulate(s, y, n_clients=k, assignment="by-score", n_reps=reps, rng=11, **kw)
     se_diff = math.sqrt(values.var(ddof=1) / calls + fast.std**2 / reps)
     assert abs(values.mean() - fast.mean) < 4 * se_diff
     ratio = values.var(ddof=1) / fast.std**2
     assert abs(ratio - 1) < 4 * math.sqrt(2 / (calls - 1) + 2 / (reps - 1))
     # The reported plug-in standard error tracks the spread of the faithful estimates.
-    mean_se = float(np.mean([r.standard_error for r in faithful]))
+    mean_se = float(np.mean([r.roc_auc_se for r in faithful]))
     assert mean_se == pytest.approx(fast.predicted_std, rel=0.1)
 
 
@@ -201,9 +219,14 @@ def test_adaptive_beats_fixed_split_and_explains_the_iid_gap(record_property):
         p = int(y.sum())
         grid = {
             b: math.sqrt(
-                fv.laplace_variance_delta(
-                    proto,
-                    fv.noise_plan(proto, epsilon=1.0, allocation="orthogonal", beta=b),
+                fv.auc_variance(
+                    release_rank_sums(
+                        proto,
+                        y,
+                        fe.LabelDP(1.0),
+                        proto.sketch(allocation="orthogonal", beta=b),
+                        rng=0,
+                    ),
                     auc=fixed.true_auc,
                     n_pos=p,
                 )

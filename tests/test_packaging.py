@@ -1,0 +1,67 @@
+"""Every third-party package the library imports is declared where it is needed.
+
+Default features may import only the core dependencies; the optional extras
+(flwr for Flower, randomgen for the CSPRNG) must be imported lazily, inside
+the functions that need them, never at module import time of ``fedeval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "fedeval"
+#: import name -> distribution name, where they differ.
+DIST = {"sklearn": "scikit-learn", "dp_accounting": "dp-accounting", "yaml": "pyyaml"}
+OPTIONAL = {"flwr": "flower", "randomgen": "secure"}
+
+
+def _declared() -> tuple[set[str], dict[str, set[str]]]:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in reqs}
+
+    extras = {k: names(v) for k, v in meta.get("optional-dependencies", {}).items()}
+    return names(meta["dependencies"]), extras
+
+
+def _third_party_imports() -> dict[str, set[str]]:
+    stdlib = set(sys.stdlib_module_names)
+    found: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            mods = []
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                mods = [node.module]
+            for m in mods:
+                top = m.split(".")[0]
+                if top not in stdlib and top not in {"fedeval", "numpy_typing"}:
+                    found.setdefault(top, set()).add(path.relative_to(SRC).as_posix())
+    return found
+
+
+def test_every_import_is_a_declared_dependency() -> None:
+    core, extras = _declared()
+    for top, files in _third_party_imports().items():
+        dist = DIST.get(top, top).lower().replace("_", "-")
+        if top in OPTIONAL:
+            assert dist in {d.replace("_", "-") for d in extras[OPTIONAL[top]]}, (top, files)
+        else:
+            assert dist in {d.replace("_", "-") for d in core}, f"{top} used in {sorted(files)}"
+
+
+def test_importing_fedeval_does_not_load_optional_extras() -> None:
+    code = (
+        "import sys, fedeval, fedeval.ecdf, fedeval.flower, fedeval.calibration;"
+        "print(sorted(m for m in ('flwr', 'randomgen') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
