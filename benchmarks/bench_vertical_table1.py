@@ -183,7 +183,7 @@ def table1(
                     **kw,  # type: ignore[arg-type]
                 )
                 paper = PAPER_TABLE7[method][eps].get(k if method != "RR" else 10)
-                cells.append(_cell(res.std, paper))
+                cells.append(_cell(res.empirical_se, paper))
                 records.append(
                     {
                         "section": "table7",
@@ -192,8 +192,8 @@ def table1(
                         "n_clients": k if method != "RR" else "any",
                         "reps": reps,
                         "mean_auc": res.mean,
-                        "std_ours": res.std,
-                        "std_predicted": res.predicted_std,
+                        "std_ours": res.empirical_se,
+                        "std_predicted": res.predicted_se,
                         "std_paper": paper,
                     }
                 )
@@ -300,9 +300,9 @@ def allocation_study(
             )
 
         fixed_grid = {float(a): sim("fixed", alpha=float(a)) for a in grid}
-        best_a = min(fixed_grid, key=lambda a: fixed_grid[a].std)
+        best_a = min(fixed_grid, key=lambda a: fixed_grid[a].empirical_se)
         orth_grid = {float(b): sim("orthogonal", beta=float(b)) for b in grid}
-        best_b = min(orth_grid, key=lambda b: orth_grid[b].std)
+        best_b = min(orth_grid, key=lambda b: orth_grid[b].empirical_se)
         results = [
             (sim("fixed"), ""),
             (fixed_grid[best_a], f" α={best_a:g}"),
@@ -312,7 +312,7 @@ def allocation_study(
         ]
         column = []
         for name, (res, extra) in zip(names, results, strict=False):
-            column.append(f"{_fmt(res.std)} ({_fmt(res.predicted_std)}){extra}")
+            column.append(f"{_fmt(res.empirical_se)} ({_fmt(res.predicted_se)}){extra}")
             records.append(
                 {
                     "section": "allocation",
@@ -322,8 +322,8 @@ def allocation_study(
                     "assignment": assignment,
                     "reps": reps,
                     "mean_auc": res.mean,
-                    "std_ours": res.std,
-                    "std_predicted": res.predicted_std,
+                    "std_ours": res.empirical_se,
+                    "std_predicted": res.predicted_se,
                     "std_paper": None,
                 }
             )
@@ -359,7 +359,7 @@ def table2(
                     **kw,  # type: ignore[arg-type]
                 )
                 paper = PAPER_TABLE2[method][eps][k]
-                cells.append(_cell(res.std, paper))
+                cells.append(_cell(res.empirical_se, paper))
                 records.append(
                     {
                         "section": "table2",
@@ -368,8 +368,8 @@ def table2(
                         "n_clients": k,
                         "reps": reps,
                         "mean_auc": res.mean,
-                        "std_ours": res.std,
-                        "std_predicted": res.predicted_std,
+                        "std_ours": res.empirical_se,
+                        "std_predicted": res.predicted_se,
                         "std_paper": paper,
                     }
                 )

@@ -503,16 +503,16 @@ def test_simulate_without_noise_and_shapes():
     s = expit(rng.normal(size=300) + y)
     exact = roc_auc_score(y, s)
     res = fv.simulate(s, y, n_clients=7, n_reps=5, rng=0)
-    assert res.std == 0.0 and res.mean == pytest.approx(exact, abs=1e-12)
-    assert res.predicted_std == 0.0 and not res.receipt.guarantee.is_private
+    assert res.empirical_se == 0.0 and res.mean == pytest.approx(exact, abs=1e-12)
+    assert res.predicted_se == 0.0 and not res.receipt.guarantee.is_private
     res = fv.simulate(s, y, n_clients=300, epsilon=1.0, n_reps=50, rng=0, allocation="adaptive")
     assert res.estimates.shape == (50,) and res.n_invalid == 0
     assert res.true_auc == pytest.approx(exact, abs=1e-12)
-    assert res.std > 0 and res.predicted_std > 0
+    assert res.empirical_se > 0 and res.predicted_se > 0
     assert res.allocation == "adaptive" and res.alpha is None
     assert res.receipt.epsilon_spent == 1.0 and res.receipt.guarantee.unit == "label"
     res = fv.simulate(s, y, n_clients=1, privacy=fe.LabelDP(1.0, noise="rr"), n_reps=10, rng=0)
-    assert res.estimates.shape == (10,) and res.std > 0
+    assert res.estimates.shape == (10,) and res.empirical_se > 0
     assert res.receipt.epsilon_spent == 1.0
     # Same seed, same repetitions.
     again = fv.simulate(s, y, n_clients=1, privacy=fe.LabelDP(1.0, noise="rr"), n_reps=10, rng=0)

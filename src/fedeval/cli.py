@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.models import PrivacyModel, model_label
 
 __all__ = ["main"]
 
@@ -118,7 +118,7 @@ def _metric_rows(
                 "setting": name,
                 "metric": metric,
                 "estimate": value,
-                "std_err": se,
+                "se": se,
             }
             if metric in ex_map:
                 row["exact"] = ex_map[metric]
@@ -201,7 +201,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         pr_strategy=args.pr_strategy,
         rng=args.seed,
     )
-    name = args.privacy if args.epsilon is None else f"{args.privacy} eps={args.epsilon:g}"
+    name = model_label(privacy)
     exact = _exact(fed.scores, fed.labels, args.thresholds) if args.compare_exact else None
     paths = fe.report.write_report({name: ev}, args.out, thresholds=args.thresholds, exact=exact)
     if args.json:

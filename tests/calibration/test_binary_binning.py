@@ -44,7 +44,7 @@ def test_noiseless_one_client_equals_centralized_binning() -> None:
     np.testing.assert_array_equal(cal.positive_counts, pos)
     np.testing.assert_array_equal(cal.negative_counts, neg)
     np.testing.assert_allclose(cal.probabilities, frac, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(cal.std_errors, 0.0)
+    np.testing.assert_array_equal(cal.probabilities_se, 0.0)
     # the calibrator maps each score to its bucket's fraction
     np.testing.assert_allclose(
         cal.predict_proba(s), frac[np.searchsorted(cal.edges[1:-1], s, side="right")]
@@ -144,13 +144,13 @@ def test_distdp_bin_probability_errors_match_count_variances() -> None:
         cal = histogram_binning(fed, DistributedDP(0.3), n_bins=20, height=6, rng=seed)
         _, _, frac = _direct_binning(cal.edges, s, y)
         ok = (cal.probabilities > 0) & (cal.probabilities < 1)  # not clamped
-        z.append(((cal.probabilities - frac) / cal.std_errors)[ok])
+        z.append(((cal.probabilities - frac) / cal.probabilities_se)[ok])
     zs = np.concatenate(z)
     assert zs.size >= 180
     assert 0.65 < float(np.mean(zs**2)) < 1.35
     assert abs(float(np.mean(zs))) < 0.3
     # the noise is visible (not a vacuous test): se is far above rounding
-    assert float(np.median(cal.std_errors)) > 1e-3
+    assert float(np.median(cal.probabilities_se)) > 1e-3
 
 
 def test_binning_from_hierarchy_matches_wrapper() -> None:

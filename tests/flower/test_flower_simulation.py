@@ -74,8 +74,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "simulate-dropout": str(DROPOUT),
         },
         server_config={
-            "privacy": "sa,distdp,ldp",
-            "epsilon": 1.0,
+            # Model objects, as a Python caller gives them (the run config's names
+            # build the same models: test_run_config_names_build_the_same_models).
+            "privacy": [fe.SecureAggregation(), fe.DistributedDP(1.0), fe.LocalDP(1.0)],
             "height": HEIGHT,
             "n-buckets": 16,
             "n-quantiles": 64,
@@ -102,6 +103,24 @@ def _federation_of(parts: Path, labels: list[str]) -> fe.Federation:
     ]
     df = pd.concat(frames, ignore_index=True)
     return fe.Federation.from_frame(df, score="score", label="label", client="client")
+
+
+def test_run_config_names_build_the_same_models() -> None:
+    from fedeval.flower.server_app import ServerSettings
+
+    cfg = {"privacy": "sa, distdp,ldp", "epsilon": 1.0, "delta": 1e-9, "noise": "skellam"}
+    settings = ServerSettings.from_config(cfg)
+    assert settings.privacy == (
+        fe.SecureAggregation(),
+        fe.DistributedDP(1.0, noise="skellam", delta=1e-9),
+        fe.LocalDP(1.0),
+    )
+    models = (fe.DistributedDP(2.0, unit="client", contribution_bound=3),)
+    assert ServerSettings.from_config({"privacy": models}).privacy == models
+    with pytest.raises(ValueError, match="needs epsilon"):
+        ServerSettings.from_config({"privacy": "distdp"})
+    with pytest.raises(ValueError, match="sa, distdp or ldp"):
+        ServerSettings.from_config({"privacy": "central", "epsilon": 1.0})
 
 
 def test_bad_clients_fail_with_their_node_named_and_the_rest_complete(run: dict) -> None:

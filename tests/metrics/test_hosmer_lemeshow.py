@@ -62,7 +62,8 @@ def test_exact_matches_direct_computation(seed: int, groups: int) -> None:
     np.testing.assert_allclose(res.observed.sum(axis=1), sizes)
     np.testing.assert_allclose(res.observed[:, 1].sum(), y.sum())
     np.testing.assert_allclose(res.expected[:, 1].sum(), p.sum())
-    assert res.epsilon is None and res.guarantee is None
+    assert res.epsilon == math.inf and not res.guarantee.is_private
+    assert res.receipt.epsilon_spent == 0.0 and res.receipt.entries == ()
 
 
 def test_worked_example_by_hand() -> None:
@@ -90,7 +91,7 @@ def test_private_release_spends_exactly_epsilon_with_the_paper_split() -> None:
     eps_prime = 2.0 / (8 + 9)
     assert ledger.spent_epsilon == pytest.approx(2.0)
     assert res.observed.shape == res.expected.shape == (10, 2)
-    assert res.receipt is not None and res.receipt.epsilon_spent == pytest.approx(2.0)
+    assert res.receipt.epsilon_spent == pytest.approx(2.0)
     # The three parts are charged together: ECDF (L+1)ε′, observed 4ε′, expected 4ε′.
     assert [e.epsilon for e in ledger.entries] == pytest.approx(
         [9 * eps_prime, 4 * eps_prime, 4 * eps_prime]
@@ -167,7 +168,6 @@ def test_add_remove_does_not_treat_n_as_public() -> None:
     p, y = _logistic_data(2000, 6)
     rep = hosmer_lemeshow(p, y, DistributedDP(5.0, neighbouring="replace"), rng=0)
     rem = hosmer_lemeshow(p, y, DistributedDP(5.0, neighbouring="add_remove"), rng=0)
-    assert rep.guarantee is not None and rem.guarantee is not None
     assert "the number of examples" in rep.guarantee.public
     assert "the number of examples" not in rem.guarantee.public
     # The quantile ECDF is then normalised by its own released total (named step).

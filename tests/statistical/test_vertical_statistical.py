@@ -54,24 +54,24 @@ def test_rr_unbiased_and_delta_variance(epsilon, base_rate, record_property):
     a = res.true_auc
     bias2 = fv.rr_bias_second_order(m, p, auc=a, epsilon=epsilon)
     # Unbiased up to the O(1/M) ratio bias (bias2), which we subtract.
-    assert abs(res.mean - a - bias2) < 4 * res.std / math.sqrt(reps)
+    assert abs(res.mean - a - bias2) < 4 * res.empirical_se / math.sqrt(reps)
     # The first-order claim itself: the bias is small next to one standard deviation.
-    assert abs(res.mean - a) < 0.1 * res.std
+    assert abs(res.mean - a) < 0.1 * res.empirical_se
 
-    mine = res.predicted_std
+    mine = res.predicted_se
     # The release's covariance gives exactly the closed-form delta-method variance.
     assert mine**2 == pytest.approx(
         fv.rr_variance_delta(fv.mid_ranks(s), n_pos=p, auc=a, epsilon=epsilon), rel=1e-10
     )
     paper = math.sqrt(fv.rr_variance_eq7(p, m - p, epsilon=epsilon))
-    record_property("std_empirical", res.std)
+    record_property("std_empirical", res.empirical_se)
     record_property("std_delta_method", mine)
     record_property("std_eq7", paper)
-    record_property("ratio_eq7_to_true", paper / res.std)
-    record_property("ratio_delta_to_true", mine / res.std)
+    record_property("ratio_eq7_to_true", paper / res.empirical_se)
+    record_property("ratio_delta_to_true", mine / res.empirical_se)
     # Delta method: neglected terms are O(Var(P')/P²) ≤ 3% here (largest at ε = 0.5).
     allowance = 0.06 if epsilon < 1 else 0.02
-    assert abs(res.std**2 / mine**2 - 1) < 4 * _var_rel_se(reps) + allowance
+    assert abs(res.empirical_se**2 / mine**2 - 1) < 4 * _var_rel_se(reps) + allowance
 
 
 def test_eq7_misses_centering_and_debiasing_factor():
@@ -115,18 +115,20 @@ def test_global_and_local_laplace_match_eq8_eq9(record_property):
     loc = fv.simulate(s, y, rank_sensitivity="local", rng=6, **kw)
     eq8 = fv.global_laplace_variance_eq8(m, p, n_clients=m, epsilon_sum=0.5 * eps)
     eq9 = fv.local_laplace_variance_eq9(m, p, epsilon_sum=0.5 * eps)
-    record_property("global_std_vs_eq8", (glob.std, math.sqrt(eq8)))
-    record_property("local_std_vs_eq9", (loc.std, math.sqrt(eq9)))
-    record_property("std_ratio", glob.std / loc.std)
+    record_property("global_std_vs_eq8", (glob.empirical_se, math.sqrt(eq8)))
+    record_property("local_std_vs_eq9", (loc.empirical_se, math.sqrt(eq9)))
+    record_property("std_ratio", glob.empirical_se / loc.empirical_se)
     # The delta-method prediction with exact counts is eqs. (8)/(9) themselves.
-    assert glob.predicted_std**2 == pytest.approx(eq8, rel=1e-12)
-    assert loc.predicted_std**2 == pytest.approx(eq9, rel=1e-12)
+    assert glob.predicted_se**2 == pytest.approx(eq8, rel=1e-12)
+    assert loc.predicted_se**2 == pytest.approx(eq9, rel=1e-12)
     # Kurtosis of a weighted Laplace sum: 3 Σw⁴/(Σw²)² ≤ 3·(9/5)/M for w = ranks.
     tol = 4 * _var_rel_se(reps, kurtosis=6.0 / m)
-    assert abs(glob.std**2 / eq8 - 1) < tol
-    assert abs(loc.std**2 / eq9 - 1) < tol
+    assert abs(glob.empirical_se**2 / eq8 - 1) < tol
+    assert abs(loc.empirical_se**2 / eq9 - 1) < tol
     # The paper's √3 (exactly sqrt(6(M-1)/(2M-1))).
-    assert glob.std / loc.std == pytest.approx(math.sqrt(6 * (m - 1) / (2 * m - 1)), rel=tol)
+    assert glob.empirical_se / loc.empirical_se == pytest.approx(
+        math.sqrt(6 * (m - 1) / (2 * m - 1)), rel=tol
+    )
 
 
 # --- FedAUC_Lap with noisy counts: delta-method variance ----------------------------------
@@ -162,8 +164,11 @@ def test_laplace_delta_method_variance(noise, sensitivity, allocation, delta, as
     )
     # Laplace sums over K = 50 clients: excess kurtosis ≤ 3/K per component.
     tol = 4 * _var_rel_se(reps, kurtosis=3.0 / k) + 0.01
-    assert abs(res.std**2 / res.predicted_std**2 - 1) < tol
-    assert abs(res.mean - res.true_auc) < 4 * res.std / math.sqrt(reps) + 1e-4 * res.std
+    assert abs(res.empirical_se**2 / res.predicted_se**2 - 1) < tol
+    assert (
+        abs(res.mean - res.true_auc)
+        < 4 * res.empirical_se / math.sqrt(reps) + 1e-4 * res.empirical_se
+    )
 
 
 # --- fast path (simulate) vs faithful path (auc) -------------------------------------------
@@ -193,13 +198,13 @@ def test_fast_path_agrees_with_faithful_path(noise, sensitivity, allocation, del
     faithful = [fv.auc(s, y, ids, rng=gen, path="faithful", **kw) for _ in range(calls)]
     values = np.array([r.roc_auc for r in faithful])
     fast = fv.simulate(s, y, n_clients=k, assignment="by-score", n_reps=reps, rng=11, **kw)
-    se_diff = math.sqrt(values.var(ddof=1) / calls + fast.std**2 / reps)
+    se_diff = math.sqrt(values.var(ddof=1) / calls + fast.empirical_se**2 / reps)
     assert abs(values.mean() - fast.mean) < 4 * se_diff
-    ratio = values.var(ddof=1) / fast.std**2
+    ratio = values.var(ddof=1) / fast.empirical_se**2
     assert abs(ratio - 1) < 4 * math.sqrt(2 / (calls - 1) + 2 / (reps - 1))
     # The reported plug-in standard error tracks the spread of the faithful estimates.
     mean_se = float(np.mean([r.roc_auc_se for r in faithful]))
-    assert mean_se == pytest.approx(fast.predicted_std, rel=0.1)
+    assert mean_se == pytest.approx(fast.predicted_se, rel=0.1)
 
 
 # --- budget allocation -------------------------------------------------------------------
@@ -234,10 +239,16 @@ def test_adaptive_beats_fixed_split_and_explains_the_iid_gap(record_property):
             for b in np.round(np.linspace(0.05, 0.95, 19), 2)
         }
         best_beta = min(grid, key=grid.__getitem__)
-        out[assignment] = (fixed.std, orth.std, adaptive.std, best_beta, grid[best_beta])
+        out[assignment] = (
+            fixed.empirical_se,
+            orth.empirical_se,
+            adaptive.empirical_se,
+            best_beta,
+            grid[best_beta],
+        )
         record_property(f"{assignment}_fixed_orth_adaptive_bestbeta", out[assignment])
         # Adaptive beats the paper's default fixed split by a wide margin (> 4 SE of a std).
-        assert adaptive.std < fixed.std * (1 - 4 * _var_rel_se(reps) / 2) / 1.5
+        assert adaptive.empirical_se < fixed.empirical_se * (1 - 4 * _var_rel_se(reps) / 2) / 1.5
     # IID: all clients' mean ranks sit near M/2 while the count noise should be weighted by
     # r̄_k - g (g ≈ 0.62 M), not r̄_k, so a common β ≈ 0.3 beats the paper's heuristic (≈ 0.5).
     assert out["iid"][4] < 0.9 * out["iid"][2]

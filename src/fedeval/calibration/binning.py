@@ -80,7 +80,7 @@ class HistogramBinningCalibrator(Calibrator):
         closed.
     probabilities : ndarray, shape (B,)
         Calibrated P(y = 1) of each bucket, in [0, 1].
-    std_errors : ndarray, shape (B,)
+    probabilities_se : ndarray, shape (B,)
         Standard error of each probability due to the privacy noise (delta
         method on the per-class count variances; 0 under secure aggregation).
         Sampling error of the finite calibration set is not included.
@@ -96,14 +96,14 @@ class HistogramBinningCalibrator(Calibrator):
     array_fields: ClassVar[tuple[str, ...]] = (
         "edges",
         "probabilities",
-        "std_errors",
+        "probabilities_se",
         "positive_counts",
         "negative_counts",
     )
 
     edges: NDArray[np.float64]
     probabilities: NDArray[np.float64]
-    std_errors: NDArray[np.float64]
+    probabilities_se: NDArray[np.float64]
     positive_counts: NDArray[np.float64]
     negative_counts: NDArray[np.float64]
     post_processing: list[str] = field(default_factory=list)
@@ -358,7 +358,7 @@ def binning_from_hierarchy(
     return HistogramBinningCalibrator(
         edges=edges,
         probabilities=probs,
-        std_errors=se,
+        probabilities_se=se,
         positive_counts=pos,
         negative_counts=neg,
         post_processing=steps,

@@ -37,7 +37,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,13 @@ from fedeval.flower.transport import (
     wait_for_nodes,
     who_from_reason,
 )
-from fedeval.privacy.models import PrivacyModel, model_to_dict, privacy_model
+from fedeval.privacy.models import (
+    PrivacyModel,
+    SecureAggregation,
+    model_label,
+    model_to_dict,
+    privacy_model,
+)
 from fedeval.privacy.sampling import sample_clients, uniform_seed
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
@@ -84,14 +90,13 @@ ERROR_FILE = "flower_error.txt"
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """Parsed server settings (see the module docstring for the keys)."""
+    """Parsed server settings (see the module docstring for the keys).
 
-    privacy: tuple[str, ...] = ("sa",)
-    epsilon: float | None = None
-    noise: str = "polya"
-    delta: float | None = None
-    unit: str = "example"
-    contribution_bound: int | None = None
+    ``privacy`` holds the privacy model objects of the evaluations, in order;
+    :meth:`from_config` builds them from the run config's short names.
+    """
+
+    privacy: tuple[PrivacyModel, ...] = (SecureAggregation(),)
     height: int | None = None
     branching: int = 2
     n_buckets: int | None = None
@@ -117,6 +122,12 @@ class ServerSettings:
     def from_config(cls, cfg: Mapping[str, Any]) -> ServerSettings:
         """Parse run-config style keys (``max-dropouts``) into settings.
 
+        ``privacy`` is either a sequence of privacy model objects (given from
+        Python, e.g. to :func:`make_server_app`) or, in a run config, a comma
+        list of short names (``sa``, ``distdp``, ``ldp``) built with the keys
+        ``epsilon``, ``noise``, ``delta``, ``unit`` and ``contribution-bound``
+        (:func:`~fedeval.privacy.models.privacy_model`).
+
         Raises
         ------
         ValueError
@@ -135,23 +146,25 @@ class ServerSettings:
             v = get(key)
             return None if v is None or float(v) <= 0 else float(v)
 
-        names = tuple(p.strip().lower() for p in str(get("privacy", "sa")).split(",") if p.strip())
-        for n in names:
-            if n not in ("sa", "distdp", "ldp"):
-                raise ValueError(f"privacy must be sa, distdp or ldp, got {n!r}")
-        eps = opt_float("epsilon")
-        if any(n != "sa" for n in names) and eps is None:
-            raise ValueError("privacy distdp/ldp needs epsilon > 0")
+        given = get("privacy", "sa")
+        if isinstance(given, str):
+            models = _models_from_names(
+                given,
+                epsilon=opt_float("epsilon"),
+                noise=str(get("noise", "polya")),
+                delta=opt_float("delta"),
+                unit=str(get("unit", "example")),
+                contribution_bound=opt_int("contribution-bound"),
+            )
+        else:
+            models = tuple(given)
+        if not models:
+            raise ValueError("privacy names no evaluation")
         thresholds = get("thresholds", "0.5")
         if isinstance(thresholds, str):
             thresholds = tuple(float(t) for t in thresholds.split(",") if t.strip())
         return cls(
-            privacy=names,
-            epsilon=eps,
-            noise=str(get("noise", "polya")),
-            delta=opt_float("delta"),
-            unit=str(get("unit", "example")),
-            contribution_bound=opt_int("contribution-bound"),
+            privacy=models,
             height=opt_int("height"),
             branching=int(get("branching", 2)),
             n_buckets=opt_int("n-buckets"),
@@ -174,22 +187,33 @@ class ServerSettings:
             node_wait=float(get("node-wait", 60.0)),
         )
 
-    def model_for(self, name: str) -> PrivacyModel:
-        """The privacy model named ``name`` ("sa", "distdp", "ldp") with these settings."""
+
+def _models_from_names(
+    names: str,
+    *,
+    epsilon: float | None,
+    noise: str,
+    delta: float | None,
+    unit: str,
+    contribution_bound: int | None,
+) -> tuple[PrivacyModel, ...]:
+    """The run config's comma list of short names, as privacy model objects."""
+    models = []
+    for raw in names.split(","):
+        name = raw.strip().lower()
+        if not name:
+            continue
+        if name not in ("sa", "distdp", "ldp"):
+            raise ValueError(f"privacy must be sa, distdp or ldp, got {name!r}")
+        if name != "sa" and epsilon is None:
+            raise ValueError("privacy distdp/ldp needs epsilon > 0")
         kwargs: dict[str, Any] = {}
         if name == "distdp":
-            kwargs = {"noise": self.noise, "unit": self.unit}
-            if self.contribution_bound is not None:
-                kwargs["contribution_bound"] = self.contribution_bound
-        return privacy_model(
-            name,
-            epsilon=None if name == "sa" else self.epsilon,  # SA takes no ε
-            delta=self.delta if name == "distdp" else None,
-            **kwargs,
-        )
-
-    def setting_name(self, name: str) -> str:
-        return name if name == "sa" else f"{name} eps={self.epsilon:g}"
+            kwargs = {"noise": noise, "unit": unit, "delta": delta}
+            if contribution_bound is not None:
+                kwargs["contribution_bound"] = contribution_bound
+        models.append(privacy_model(name, epsilon=None if name == "sa" else epsilon, **kwargs))
+    return tuple(models)
 
 
 def _as_bool(v: Any) -> bool:
@@ -263,34 +287,33 @@ def _select_clients(
     return _Selection(nodes, labels, failed, rejected, max_examples, describe_seconds)
 
 
-def _plan_for(name: str, selection: _Selection, settings: ServerSettings) -> EvaluationPlan:
+def _plan_for(
+    model: PrivacyModel, selection: _Selection, settings: ServerSettings
+) -> EvaluationPlan:
     """The plan of one evaluation: height (planned unless set), model, shares, threshold."""
     import fedeval as fe
 
     n_ok = len(selection.labels)
     height = settings.height
     if height is None:
-        height = fe.plan(
-            n_clients=n_ok,
-            epsilon=settings.epsilon if name != "sa" else None,
-            privacy=name,
-            branching=settings.branching,
-        ).height
+        height = fe.plan(model, n_clients=n_ok, branching=settings.branching).height
     _, threshold = (
         secagg_parameters(n_ok, max_dropouts=settings.max_dropouts, num_shares=settings.num_shares)
         if n_ok >= 3
         else (n_ok, n_ok)
     )
-    return EvaluationPlan(
-        privacy=model_to_dict(settings.model_for(name)),
+    plan = EvaluationPlan(
+        privacy=model_to_dict(model),
         height=height,
         branching=settings.branching,
         score_range=settings.score_range,
         max_examples=selection.max_examples,
         n_shares=n_ok,
-        min_received=threshold if name == "distdp" else 1,
-        setting=settings.setting_name(name),
+        min_received=threshold,
+        setting=model_label(model),
     )
+    # The reconstruction threshold matters only to noise shares; elsewhere it is 1.
+    return plan if plan.mechanism().placement == "shares" else replace(plan, min_received=1)
 
 
 # ------------------------------------------------------------------ rounds
@@ -423,7 +446,6 @@ def _sum_round(
 
 # ---------------------------------------------------------------- outcome
 def _outcome_record(
-    name: str,
     plan: EvaluationPlan,
     got: _Collected,
     facts: RunFacts,
@@ -433,12 +455,16 @@ def _outcome_record(
 ) -> dict[str, Any]:
     """One evaluation's entry in ``flower_result.json``."""
     return {
-        "privacy": name,
+        "privacy": plan.privacy["name"],
         "facts": asdict(facts),
         "plan": json.loads(plan.to_json()),
         "released_sum": got.summed,
         "released_levels": [lv.tolist() for lv in got.tree.levels],
-        "noise_variance": float(got.tree.node_variance[0].flat[0]) if name == "distdp" else None,
+        "noise_variance": (
+            float(got.tree.node_variance[0].flat[0])
+            if plan.mechanism().placement == "shares"
+            else None
+        ),
         "guarantee": str(ev.tree.guarantee),
         "epsilon_spent": ev.epsilon_spent,
         "delta_spent": ev.delta_spent,
@@ -449,7 +475,7 @@ def _outcome_record(
 
 
 def _evaluate_one(
-    name: str,
+    model: PrivacyModel,
     round_no: int,
     metered: MeteredGrid,
     context: Context,
@@ -458,10 +484,10 @@ def _evaluate_one(
     rng: np.random.Generator,
 ) -> tuple[EvaluationPlan, Evaluation, dict[str, Any]]:
     """Plan, collect, decode and evaluate under one privacy model."""
-    plan = _plan_for(name, selection, settings)
+    plan = _plan_for(model, selection, settings)
     before = dict(metered.sent_by_node)
     start = time.perf_counter()
-    if name == "ldp":
+    if plan.mechanism().placement == "local":
         got = _ldp_round(metered, plan, selection, round_no, settings, rng)
     else:
         got = _sum_round(metered, context, plan, selection, round_no, settings)
@@ -500,7 +526,7 @@ def _evaluate_one(
         len(got.rejected),
         wall,
     )
-    return plan, ev, _outcome_record(name, plan, got, facts, ev, wall, bytes_sent)
+    return plan, ev, _outcome_record(plan, got, facts, ev, wall, bytes_sent)
 
 
 # ------------------------------------------------------------------ the run
@@ -524,8 +550,10 @@ def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> d
     selection = _select_clients(grid, metered, settings, rng)
     evaluations: dict[str, Evaluation] = {}
     outcomes: dict[str, dict[str, Any]] = {}
-    for round_no, name in enumerate(settings.privacy, start=1):
-        plan, ev, record = _evaluate_one(name, round_no, metered, context, selection, settings, rng)
+    for round_no, model in enumerate(settings.privacy, start=1):
+        plan, ev, record = _evaluate_one(
+            model, round_no, metered, context, selection, settings, rng
+        )
         evaluations[plan.setting] = ev
         outcomes[plan.setting] = record
     result = {
@@ -547,7 +575,9 @@ def make_server_app(defaults: Mapping[str, Any] | None = None) -> ServerApp:
     Parameters
     ----------
     defaults : mapping, optional
-        Settings (run-config keys) used where the run config has none.
+        Settings (run-config keys) used where the run config has none; from
+        Python, ``"privacy"`` may be a sequence of privacy model objects, e.g.
+        ``{"privacy": [fe.SecureAggregation(), fe.DistributedDP(1.0)]}``.
 
     Returns
     -------

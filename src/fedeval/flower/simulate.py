@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fedeval.data import Federation
+from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.sampling import assign_groups, uniform_seed
 from fedeval.randomness import RNGLike, as_generator
 
@@ -142,11 +143,21 @@ def run_flower_simulation(
     return result
 
 
+def _privacy_setting(privacy: Sequence[PrivacyModel | str]) -> str | list[PrivacyModel]:
+    """Short names travel as the run config's comma list, model objects as they are."""
+    names = [p for p in privacy if isinstance(p, str)]
+    if len(names) == len(privacy):
+        return ",".join(names)
+    if names:
+        raise ValueError("give privacy as model objects or as short names, not a mix")
+    return [p for p in privacy if not isinstance(p, str)]
+
+
 def simulate(
     fed: Federation,
     n_clients: int,
     *,
-    privacy: Sequence[str] = ("sa",),
+    privacy: Sequence[PrivacyModel | str] = ("sa",),
     out_dir: str | Path = "fedeval-flower-report",
     data_dir: str | Path | None = None,
     rng: RNGLike = None,
@@ -160,8 +171,10 @@ def simulate(
     fed : Federation
         Binary task; split over the simulated clients by :func:`write_partitions`.
     n_clients : int
-    privacy : sequence of {"sa", "distdp", "ldp"}
-        Evaluations to run, in order, in the same simulation.
+    privacy : sequence of privacy models, or of {"sa", "distdp", "ldp"}
+        Evaluations to run, in order, in the same simulation. Short names are
+        built from ``epsilon``, ``noise``, ``delta``, ... in ``server_options``
+        (the run config's form); model objects are used as given.
     out_dir : path
         Report directory (``report.html``, ``report.md``, ``results.json``,
         ``flower_result.json``).
@@ -196,7 +209,7 @@ def simulate(
     if client_seed is not None:
         client_config["client-seed"] = int(client_seed)
     server: dict[str, Any] = {
-        "privacy": ",".join(privacy),
+        "privacy": _privacy_setting(privacy),
         "score-min": lo,
         "score-max": hi,
         "max-examples-per-client": max_examples,

@@ -64,6 +64,12 @@ from fedeval.validation import (
 __all__ = ["HosmerLemeshowResult", "hosmer_lemeshow"]
 
 
+_EXACT = Receipt(
+    "none: the exact statistic, computed where all the data are",
+    Guarantee.none("exact Hosmer-Lemeshow statistic; no differential privacy"),
+)
+
+
 @dataclass(frozen=True)
 class HosmerLemeshowResult:
     """Result of :func:`hosmer_lemeshow`.
@@ -83,8 +89,9 @@ class HosmerLemeshowResult:
     epsilon_split : dict
         ε spent on the cut points (``"quantiles"``, (L + 1)ε′) and on the 4Q
         group sums (``"group_sums"``, 8ε′); empty for the exact statistic.
-    receipt : Receipt or None
-        The three releases, composed (None for the exact statistic).
+    receipt : Receipt
+        The three releases, composed; for the exact statistic a receipt whose
+        guarantee is :meth:`Guarantee.none` (the one encoding of "no DP").
     post_processing : tuple of str
     """
 
@@ -95,17 +102,17 @@ class HosmerLemeshowResult:
     expected: NDArray[np.float64]
     thresholds: NDArray[np.float64]
     epsilon_split: dict[str, float] = field(default_factory=dict)
-    receipt: Receipt | None = None
+    receipt: Receipt = field(default_factory=lambda: _EXACT)
     post_processing: tuple[str, ...] = ()
 
     @property
-    def guarantee(self) -> Guarantee | None:
-        return None if self.receipt is None else self.receipt.guarantee
+    def guarantee(self) -> Guarantee:
+        return self.receipt.guarantee
 
     @property
-    def epsilon(self) -> float | None:
-        """ε of the release, or None for the exact statistic."""
-        return None if self.receipt is None else self.receipt.guarantee.epsilon
+    def epsilon(self) -> float:
+        """ε of the release (∞ for the exact statistic, which gives no privacy)."""
+        return self.receipt.guarantee.epsilon
 
 
 def _group_sums(

@@ -44,6 +44,7 @@ __all__ = [
     "SecureAggregation",
     "UserLevelDP",
     "model_from_dict",
+    "model_label",
     "model_to_dict",
     "privacy_model",
 ]
@@ -395,6 +396,12 @@ def model_to_dict(model: Any) -> dict[str, Any]:
     if isinstance(out.get("clip"), tuple):
         out["clip"] = list(out["clip"])
     return out
+
+
+def model_label(model: Any) -> str:
+    """A short label for reports and result keys: ``"sa"``, ``"distdp eps=1"``, ``"ldp eps=2"``."""
+    name = str(model_to_dict(model)["name"])
+    return name if not math.isfinite(model.epsilon) else f"{name} eps={model.epsilon:g}"
 
 
 def model_from_dict(data: dict[str, Any]) -> PrivacyModel:

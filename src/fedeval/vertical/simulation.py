@@ -46,12 +46,15 @@ class SimulationResult:
 
     Attributes
     ----------
-    mean, std : float
-        Mean and sample standard deviation (ddof = 1) of the finite estimates.
+    mean : float
+        Mean of the finite estimates.
+    empirical_se : float
+        Their sample standard deviation (ddof = 1): the standard error of one
+        estimate, measured over the repetitions.
     true_auc : float
         The exact AUC (eq. 1 without noise).
-    predicted_std : float
-        The delta-method standard deviation at the true P and AUC
+    predicted_se : float
+        The delta-method standard error at the true P and AUC
         (:func:`~fedeval.vertical.estimate.auc_variance` of the release); 0 without noise.
     n_reps : int
     n_invalid : int
@@ -66,9 +69,9 @@ class SimulationResult:
     """
 
     mean: float
-    std: float
+    empirical_se: float
     true_auc: float
-    predicted_std: float
+    predicted_se: float
     n_reps: int
     n_invalid: int
     receipt: Receipt
@@ -200,9 +203,9 @@ def simulate(
     good = estimates[finite]
     return SimulationResult(
         mean=float(good.mean()) if good.size else math.nan,
-        std=float(good.std(ddof=1)) if good.size > 1 else math.nan,
+        empirical_se=float(good.std(ddof=1)) if good.size > 1 else math.nan,
         true_auc=true_auc,
-        predicted_std=predicted,
+        predicted_se=predicted,
         n_reps=reps,
         n_invalid=n_invalid,
         receipt=first.receipt,
