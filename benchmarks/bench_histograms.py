@@ -1,6 +1,7 @@
 """Benchmark: the DistDP hierarchical histogram release against simple baselines.
 
-Builds ``release_hierarchy(fed, DistributedDP(1.0), height=14, rng=...)`` (b = 2,
+Releases the hierarchy sketch with ``fedeval.aggregation.release(fed, HierarchySketch(spec),
+DistributedDP(1.0), rng=...)`` (height 14, b = 2,
 both classes, fast path) for ``--n-examples`` examples (default 10 million) held
 by ``--n-clients`` clients (default 1 million), and prints, best of
 ``--repeats`` runs each:
@@ -29,9 +30,11 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from fedeval.aggregation import release
 from fedeval.data import Federation
 from fedeval.privacy.models import DistributedDP
-from fedeval.sketches.hierarchy import release_hierarchy
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
 
 HEIGHT = 14
 BRANCHING = 2
@@ -52,6 +55,13 @@ def make_data(
     scores = np.where(labels == 1, gen.beta(5.0, 2.0, n_examples), gen.beta(2.0, 5.0, n_examples))
     clients = gen.integers(0, n_clients, n_examples)
     return scores, labels, clients
+
+
+def release_hierarchy(fed: Federation, model: DistributedDP, rng: int) -> HierarchicalHistogram:
+    """The per-class hierarchy of ``fed`` through the one release function."""
+    sketch = HierarchySketch(HierarchySpec(HEIGHT, BRANCHING, fed.score_range, 2))
+    tree: HierarchicalHistogram = release(fed, sketch, model, rng=rng).decode()
+    return tree
 
 
 def best_of(fn: Callable[[], object], repeats: int) -> float:
@@ -89,8 +99,8 @@ def main() -> None:
     model = DistributedDP(1.0)
     seeds = iter(range(1_000_000))
 
-    def release() -> object:
-        return release_hierarchy(fed, model, height=HEIGHT, branching=BRANCHING, rng=next(seeds))
+    def timed_release() -> object:
+        return release_hierarchy(fed, model, rng=next(seeds))
 
     n_leaves = BRANCHING**HEIGHT
     key = np.minimum((fed.scores * n_leaves).astype(np.int64), n_leaves - 1) + fed.labels * n_leaves
@@ -102,19 +112,19 @@ def main() -> None:
         return roc_auc_score(fed.labels, fed.scores)
 
     # Sanity: the release's leaves (minus noise) agree with the bincount.
-    hist = release_hierarchy(fed, model, height=HEIGHT, branching=BRANCHING, rng=0)
+    hist = release_hierarchy(fed, model, rng=0)
     direct = bincount().reshape(2, n_leaves)  # type: ignore[union-attr]
     noise_sd = float(np.sqrt(hist.node_variance[-1][0, 0]))
     max_dev = float(np.abs(hist.leaves - direct).max())
 
-    t_release = best_of(release, args.repeats)
+    t_release = best_of(timed_release, args.repeats)
     t_bincount = best_of(bincount, args.repeats)
     t_auc = best_of(auc, args.repeats)
 
     tracemalloc.start()
     tracemalloc.reset_peak()
     base, _ = tracemalloc.get_traced_memory()
-    release()
+    timed_release()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     peak_release = peak - base

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from fedeval.aggregation import release
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
@@ -36,3 +39,31 @@ def release_hierarchy(
         ledger=ledger,
     ).decode()
     return tree
+
+
+# (noise, rank sensitivity, allocation): the combinations fedeval.vertical supports. The old
+# mechanism strings map to LabelDP(ε, noise=...) with rank_sensitivity (see the brief).
+VERTICAL_COMBOS = [
+    ("rr", "local", "fixed"),
+    ("laplace", "global", "fixed"),
+    ("laplace", "local", "fixed"),
+    ("laplace", "local", "orthogonal"),
+    ("laplace", "local", "adaptive"),
+    ("gaussian", "global", "fixed"),
+    ("gaussian", "local", "fixed"),
+    ("gaussian", "local", "orthogonal"),
+    ("gaussian", "local", "adaptive"),
+]
+
+
+def vertical_data(
+    seed: int, m: int = 400, n_clients: int = 17, decimals: int = 1
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """Vertical-AUC test data: scores rounded to create many ties, labels with signal,
+    arbitrary client ids."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(m) < 0.3).astype(np.int64)
+    y[:2] = [0, 1]
+    s = np.round(rng.normal(size=m) + 1.2 * y, decimals)
+    ids = rng.choice(np.array([-7, 3, 11, 10**9, 42, *range(100, 100 + n_clients)]), m)
+    return s, y, ids

@@ -1,4 +1,7 @@
-"""fe.evaluate: reference tests against scikit-learn, conventions, errors, statistics."""
+"""fe.evaluate: worked example, exact thresholds, budget, overrides, errors, statistics.
+
+The comparisons with scikit-learn are in tests/reference/test_evaluate_vs_sklearn.py.
+"""
 
 from __future__ import annotations
 
@@ -6,30 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import (
-    average_precision_score,
-    precision_recall_curve,
-    roc_auc_score,
-    roc_curve,
-)
-from sklearn.model_selection import cross_val_predict
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.metrics import roc_auc_score
 
 import fedeval as fe
-from fedeval.metrics.area_error import pr_area_error, roc_area_error
 from fedeval.metrics.auc import hb_estimate
-
-
-@pytest.fixture(scope="module")
-def breast_cancer_population() -> tuple[np.ndarray, np.ndarray]:
-    """Bundled real data scored out-of-sample by logistic regression, replicated ×40."""
-    x, y = load_breast_cancer(return_X_y=True)
-    model = make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=1000))
-    s = cross_val_predict(model, x, y, cv=5, method="predict_proba")[:, 1]
-    return np.tile(s, 40), np.tile(y, 40)
 
 
 @pytest.fixture(scope="module")
@@ -45,53 +28,6 @@ def test_auc_worked_example_eq5() -> None:
     # Three buckets: p = (1, 2, 3), n = (3, 2, 1). By eq. (5):
     # Σ_i p_i(Σ_{j<i} n_j + n_i/2) = 1·1.5 + 2·(3+1) + 3·(5+0.5) = 26; PN = 36.
     assert hb_estimate([1, 2, 3], [3, 2, 1]) == pytest.approx(26 / 36)
-
-
-@pytest.mark.parametrize("data", ["breast_cancer_population", "generated"])
-def test_sa_auc_matches_sklearn_within_bucketization_bound(
-    data: str, request: pytest.FixtureRequest
-) -> None:
-    s, y = request.getfixturevalue(data)
-    fed = fe.partition.iid(s, y, n_clients=500, rng=0)
-    ev = fe.evaluate(fed, fe.SecureAggregation(), height=14)
-    nb = ev.parameters["n_buckets"]
-    # Lemma 3: worst-case error 1/(2B); the leaf grid adds at most one leaf's pairs.
-    assert abs(ev.roc_auc - roc_auc_score(y, s)) <= 1 / (2 * nb)
-    assert ev.roc_auc_se == 0.0
-    assert ev.epsilon_spent == 0.0
-
-
-def test_sa_curves_match_sklearn_within_area_error(
-    generated: tuple[np.ndarray, np.ndarray],
-) -> None:
-    s, y = generated
-    fed = fe.Federation.from_arrays(s, y)
-    ev = fe.evaluate(fed, fe.SecureAggregation(), height=14, n_quantiles=1024)
-    fpr, tpr, thr = ev.roc_curve()
-    f_ref, t_ref, _ = roc_curve(y, s)
-    # Xu–Cormode Theorem 4.2: AE_ROC = O(1/Q); with Q = 1024 well below 2/Q.
-    assert roc_area_error(fpr, tpr, f_ref, t_ref) < 2 / 1024
-    p, r, thr_pr = ev.precision_recall_curve()
-    p_ref, r_ref, _ = precision_recall_curve(y, s)
-    assert pr_area_error(p, r, p_ref, r_ref) < 5e-3
-    assert abs(ev.average_precision - average_precision_score(y, s)) < 5e-3
-
-
-def test_curve_conventions_follow_sklearn(generated: tuple[np.ndarray, np.ndarray]) -> None:
-    s, y = generated
-    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=1)
-    fpr, tpr, thr = ev.roc_curve()
-    assert fpr.shape == tpr.shape == thr.shape
-    assert thr[0] == np.inf and np.all(np.diff(thr) < 0)
-    assert (
-        fpr[0] == 0 and tpr[0] == 0 and fpr[-1] == pytest.approx(1) and tpr[-1] == pytest.approx(1)
-    )
-    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
-    p, r, t = ev.precision_recall_curve()
-    assert p.shape == r.shape == (t.size + 1,)
-    assert np.all(np.diff(t) > 0)
-    assert p[-1] == 1 and r[-1] == 0 and np.all(np.diff(r) <= 0)
-    assert np.all((p >= 0) & (p <= 1))
 
 
 def test_threshold_metrics_exact_at_leaf_edges_under_sa(

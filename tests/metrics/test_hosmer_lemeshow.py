@@ -206,6 +206,7 @@ def _discrete_laplace_pvalue(sample: np.ndarray, alpha: float) -> float:
     return float(stats.chisquare(obs_cells, exp_cells).pvalue)
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_fast_and_faithful_paths_agree_in_distribution() -> None:
     """Algorithm 2's noise on both paths, against its closed form.
