@@ -18,6 +18,7 @@ from fedeval.evaluation import Evaluation, evaluate
 from fedeval.planning import Plan, plan
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.models import (
+    CentralDP,
     DistributedDP,
     LabelDP,
     LocalDP,
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetExceededError",
     "BudgetLedger",
+    "CentralDP",
     "ClientView",
     "DistributedDP",
     "Evaluation",

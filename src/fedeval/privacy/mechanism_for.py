@@ -14,6 +14,7 @@ and one branch here.
 model                  mechanism
 =====================  ==============================================================
 SecureAggregation      exact sums, no noise, nothing charged
+CentralDP              discrete Laplace added by a trusted curator to the exact sums
 DistributedDP          Pólya shares (discrete Laplace, pure ε) or Skellam shares
                        ((ε, δ) by RDP), calibrated so that any ``min_received``
                        shares suffice; clients subsampled to the contribution bound
@@ -48,6 +49,7 @@ from fedeval.privacy.mechanisms.randomized_response import (
 from fedeval.privacy.mechanisms.skellam import SkellamShares
 from fedeval.privacy.mechanisms.unary_encoding import OptimalUnaryEncoding
 from fedeval.privacy.models import (
+    CentralDP,
     DistributedDP,
     LabelDP,
     LocalDP,
@@ -299,6 +301,8 @@ def mechanism_for(
             f"{type(privacy).__name__} covers one release; several Poisson-sampled rounds "
             "need UserLevelDP (or SecureAggregation)"
         )
+    if isinstance(privacy, CentralDP):
+        return _central(privacy, sketch, n, layout or "whole")
     if isinstance(privacy, DistributedDP):
         return _distributed(privacy, sketch, n, layout or "whole", min_received)
     if isinstance(privacy, LocalDP):
@@ -307,7 +311,7 @@ def mechanism_for(
         return _label(privacy, sketch, n)
     raise TypeError(
         f"{type(privacy).__name__} is not a privacy model fedeval knows; use SecureAggregation, "
-        "DistributedDP, LocalDP, LabelDP or UserLevelDP"
+        "CentralDP, DistributedDP, LocalDP, LabelDP or UserLevelDP"
     )
 
 
@@ -329,6 +333,46 @@ def _exact(
         min_received=n,
         rounds=t,
         sampling_rate=q,
+    )
+
+
+def _central(model: CentralDP, sketch: SensitiveSketch, n: int, layout: Layout) -> Mechanism:
+    sens = sketch.sensitivity(
+        unit="example", neighbouring=model.neighbouring, examples_per_unit=1, layout=layout
+    )
+    if sketch.clips_clients or not sens.integer or not math.isfinite(sens.l1):
+        raise TypeError(
+            f"CentralDP adds discrete Laplace noise to integer sums; the {sketch.name} is not "
+            "an integer sketch with a finite L1 sensitivity per example"
+        )
+    # Coordinate i gets scale w_i·L1/ε: Σ|Δ_i|/(w_i·L1/ε) ≤ ε over any neighbour (geometric
+    # mechanism, Ghosh et al. 2009), with Σ|Δ_i|/w_i ≤ L1 by the sketch's declaration.
+    w = 1.0 if sens.l1_weights is None else sens.l1_weights
+    noise = CentralNoise("discrete_laplace", w * sens.l1 / model.epsilon, by="the trusted curator")
+    return Mechanism(
+        model=model,
+        norm="l1",
+        placement="aggregator",
+        layout=layout,
+        guarantee=Guarantee(
+            model.epsilon,
+            0.0,
+            "example",
+            f"{noise.description}, who sees the exact sums; {sens.derivation}",
+            model.neighbouring,
+            _public(
+                sketch,
+                "the number of participating clients",
+                *(("the number of examples",) if model.example_count_public else ()),
+            ),
+        ),
+        ledger_entries=_part_entries(
+            sketch, sens, model.epsilon, 0.0, "example", layout, "discrete_laplace"
+        ),
+        description=noise.description,
+        sensitivity=sens,
+        noise=noise,
+        n_contributors=n,
     )
 
 

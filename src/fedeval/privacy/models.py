@@ -20,6 +20,7 @@ Every model states
 | model | trust | noise | unit |
 |---|---|---|---|
 | SecureAggregation | server sees only the sum | none | none (no DP) |
+| CentralDP | a trusted curator sees the exact sums | discrete Laplace added by the curator | example |
 | DistributedDP | server sees only the sum | every client adds a share (Pólya / Skellam) summing to the central noise | example, or client with a contribution bound |
 | LocalDP | nobody | each report randomised on the device (OUE / RR) | example (one report) |
 | LabelDP | scores public to the server, labels private | randomised response / Laplace on label statistics | label |
@@ -36,6 +37,7 @@ from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.validation import check_delta, check_epsilon, check_int_at_least, check_positive
 
 __all__ = [
+    "CentralDP",
     "DistributedDP",
     "LabelDP",
     "LocalDP",
@@ -195,6 +197,59 @@ class DistributedDP:
         return (
             f"distributed DP ({self.noise} shares, ε={self.epsilon:.4g}{d} per {self.unit}{bound})"
         )
+
+
+@dataclass(frozen=True)
+class CentralDP:
+    """Central DP: a trusted curator sees the exact sums and adds discrete Laplace noise.
+
+    The textbook trust model (Dwork et al. 2006): the curator learns everything
+    the clients send, and only what it publishes is private. Useful as a
+    baseline for distributed DP, which reaches the same noise without trusting
+    anyone with the exact sums.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε of one release (split across its parts, e.g. the levels of a
+        hierarchy), > 0.
+    neighbouring : {"add_remove", "replace"}
+        Add/remove one example (default), or replace one example's data.
+
+    Notes
+    -----
+    The noise is discrete Laplace (the geometric mechanism) on the integer
+    sums, so the guarantee holds exactly on a computer; sketches with real
+    values cannot be released under this model.
+    """
+
+    epsilon: float
+    neighbouring: Neighbouring = "add_remove"
+    name: Literal["central"] = "central"
+    regime: ClassVar[Regime] = "central"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        _check_neighbouring(self.neighbouring)
+
+    @property
+    def delta(self) -> float:
+        return 0.0
+
+    @property
+    def unit(self) -> PrivacyUnit:
+        return "example"
+
+    @property
+    def example_count_public(self) -> bool:
+        """Only under replacement do neighbours have the same number of examples."""
+        return self.neighbouring == "replace"
+
+    def scaled(self, fraction: float) -> CentralDP:
+        return replace(self, epsilon=self.epsilon * fraction)
+
+    def describe(self) -> str:
+        return f"central DP (trusted curator, discrete Laplace, ε={self.epsilon:.4g} per example)"
 
 
 @dataclass(frozen=True)
@@ -378,10 +433,11 @@ class UserLevelDP:
         return f"user-level DP (Gaussian, clip={self.clip}, ε={self.epsilon:.4g}, δ={self.delta:.3g} per client)"
 
 
-PrivacyModel = SecureAggregation | DistributedDP | LocalDP | LabelDP | UserLevelDP
+PrivacyModel = SecureAggregation | CentralDP | DistributedDP | LocalDP | LabelDP | UserLevelDP
 
 _MODELS: dict[str, Any] = {
-    cls.name: cls for cls in (SecureAggregation, DistributedDP, LocalDP, LabelDP, UserLevelDP)
+    cls.name: cls
+    for cls in (SecureAggregation, CentralDP, DistributedDP, LocalDP, LabelDP, UserLevelDP)
 }
 
 
