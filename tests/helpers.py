@@ -67,3 +67,44 @@ def vertical_data(
     s = np.round(rng.normal(size=m) + 1.2 * y, decimals)
     ids = rng.choice(np.array([-7, 3, 11, 10**9, 42, *range(100, 100 + n_clients)]), m)
     return s, y, ids
+
+
+# ------------------------------------------------------------ small data sets
+def toy_arrays(
+    n: int = 50, n_clients: int = 7, seed: int = 0
+) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]:
+    """Uniform scores, fair-coin labels and random client ids."""
+    gen = np.random.default_rng(seed)
+    return gen.random(n), gen.integers(0, 2, n), gen.integers(0, n_clients, n)
+
+
+def client_sets(fed: Federation) -> dict[object, list[tuple[float, int]]]:
+    """Each client's examples, as sorted (score, label) lists keyed by client id."""
+    return {
+        view.client_id: sorted(zip(view.scores.tolist(), view.labels.tolist(), strict=True))
+        for view in fed.clients()
+    }
+
+
+def expected_client_sets(
+    scores: NDArray[np.float64], labels: NDArray[np.int64], clients: NDArray[Any]
+) -> dict[object, list[tuple[float, int]]]:
+    """What :func:`client_sets` must give for these arrays."""
+    out: dict[object, list[tuple[float, int]]] = {}
+    for s, y, c in zip(scores.tolist(), labels.tolist(), clients.tolist(), strict=True):
+        out.setdefault(c, []).append((s, y))
+    return {c: sorted(v) for c, v in out.items()}
+
+
+def normal_scores(n: int = 4000, seed: int = 0) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Scores N(0.4 + 0.2y, 0.15) clipped to [0, 1], fair-coin labels."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    return np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0, 1), y
+
+
+def beta_scores(n: int = 500, seed: int = 0) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Scores Beta(4, 2) for positives and Beta(2, 4) for negatives, fair-coin labels."""
+    gen = np.random.default_rng(seed)
+    labels = gen.integers(0, 2, n)
+    return np.where(labels == 1, gen.beta(4, 2, n), gen.beta(2, 4, n)), labels

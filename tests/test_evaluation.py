@@ -15,15 +15,6 @@ import fedeval as fe
 from fedeval.metrics.auc import hb_estimate
 
 
-@pytest.fixture(scope="module")
-def generated() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(3)
-    n = 60_000
-    y = (rng.random(n) < 0.3).astype(int)
-    s = 1 / (1 + np.exp(-(rng.normal(0, 1, n) + 1.5 * (y - 0.5))))
-    return s, y
-
-
 def test_auc_worked_example_eq5() -> None:
     # Three buckets: p = (1, 2, 3), n = (3, 2, 1). By eq. (5):
     # Σ_i p_i(Σ_{j<i} n_j + n_i/2) = 1·1.5 + 2·(3+1) + 3·(5+0.5) = 26; PN = 36.

@@ -10,21 +10,14 @@ import pytest
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
-from helpers import release_hierarchy
+from helpers import beta_scores, release_hierarchy
 
 SA = SecureAggregation()
 
 
-def _data(n: int = 500, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    gen = np.random.default_rng(seed)
-    labels = gen.integers(0, 2, n)
-    scores = np.where(labels == 1, gen.beta(4, 2, n), gen.beta(2, 4, n))
-    return scores, labels
-
-
 @pytest.fixture
 def fed() -> Federation:
-    scores, labels = _data(100, 7)
+    scores, labels = beta_scores(100, 7)
     return Federation.from_arrays(scores, labels)
 
 
@@ -73,7 +66,7 @@ def test_other_releases_charge_one_entry(fed: Federation) -> None:
 
 
 def test_client_level_release_bounds_contributions() -> None:
-    scores, labels = _data(600, 8)
+    scores, labels = beta_scores(600, 8)
     fed = Federation.from_arrays(scores, labels, np.arange(600) % 20)  # 30 examples each
     model = DistributedDP(1.0, unit="client", contribution_bound=5)
     hist = release_hierarchy(fed, model, height=2, rng=0)

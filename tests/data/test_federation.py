@@ -7,36 +7,12 @@ import pandas as pd
 import pytest
 
 from fedeval.data import Federation
-
-
-def _toy(n: int = 50, n_clients: int = 7, seed: int = 0) -> tuple[np.ndarray, ...]:
-    gen = np.random.default_rng(seed)
-    scores = gen.random(n)
-    labels = gen.integers(0, 2, n)
-    clients = gen.integers(0, n_clients, n)
-    return scores, labels, clients
-
-
-def _as_sets(fed: Federation) -> dict[object, list[tuple[float, int]]]:
-    """Each client's examples, as sorted (score, label) lists keyed by client id."""
-    return {
-        view.client_id: sorted(zip(view.scores.tolist(), view.labels.tolist(), strict=True))
-        for view in fed.clients()
-    }
-
-
-def _expected_sets(
-    scores: np.ndarray, labels: np.ndarray, clients: np.ndarray
-) -> dict[object, list[tuple[float, int]]]:
-    out: dict[object, list[tuple[float, int]]] = {}
-    for s, y, c in zip(scores.tolist(), labels.tolist(), clients.tolist(), strict=True):
-        out.setdefault(c, []).append((s, y))
-    return {c: sorted(v) for c, v in out.items()}
+from helpers import client_sets, expected_client_sets, toy_arrays
 
 
 # ------------------------------------------------------------------ builders
 def test_from_arrays_without_clients_is_one_example_per_client() -> None:
-    scores, labels, _ = _toy()
+    scores, labels, _ = toy_arrays()
     fed = Federation.from_arrays(scores, labels)
     assert fed.n_examples == fed.n_clients == 50
     assert fed.kind == "binary"
@@ -48,11 +24,11 @@ def test_from_arrays_without_clients_is_one_example_per_client() -> None:
 
 
 def test_grouping_preserves_each_clients_examples() -> None:
-    scores, labels, clients = _toy(200, 13)
+    scores, labels, clients = toy_arrays(200, 13)
     fed = Federation.from_arrays(scores, labels, clients)
     assert fed.n_examples == 200
     assert fed.n_clients == np.unique(clients).size
-    assert _as_sets(fed) == _expected_sets(scores, labels, clients)
+    assert client_sets(fed) == expected_client_sets(scores, labels, clients)
     # Grouped storage: offsets delimit contiguous slices, client_index agrees.
     np.testing.assert_array_equal(np.diff(fed.offsets), fed.client_sizes)
     np.testing.assert_array_equal(
@@ -65,11 +41,11 @@ def test_grouping_preserves_each_clients_examples() -> None:
 def test_string_client_ids_are_kept() -> None:
     fed = Federation.from_arrays([0.1, 0.2, 0.3], [0, 1, 1], ["b", "a", "b"])
     assert fed.n_clients == 2
-    assert _as_sets(fed) == {"a": [(0.2, 1)], "b": [(0.1, 0), (0.3, 1)]}
+    assert client_sets(fed) == {"a": [(0.2, 1)], "b": [(0.1, 0), (0.3, 1)]}
 
 
 def test_client_views_are_views_not_copies() -> None:
-    scores, labels, clients = _toy(100, 5)
+    scores, labels, clients = toy_arrays(100, 5)
     fed = Federation.from_arrays(scores, labels, clients)
     for i, view in enumerate(fed.clients()):
         assert np.shares_memory(view.scores, fed.scores)
@@ -80,12 +56,12 @@ def test_client_views_are_views_not_copies() -> None:
 
 
 def test_subset_keeps_the_chosen_clients() -> None:
-    scores, labels, clients = _toy(100, 6)
+    scores, labels, clients = toy_arrays(100, 6)
     fed = Federation.from_arrays(scores, labels, clients)
     sub = fed.subset([4, 1])
     assert sub.n_clients == 2
-    full = _as_sets(fed)
-    assert _as_sets(sub) == {
+    full = client_sets(fed)
+    assert client_sets(sub) == {
         fed.client_ids[4]: full[fed.client_ids[4]],
         fed.client_ids[1]: full[fed.client_ids[1]],
     }
@@ -106,10 +82,10 @@ def test_from_clients_round_trip() -> None:
 
 
 def test_from_frame_round_trip() -> None:
-    scores, labels, clients = _toy(60, 4)
+    scores, labels, clients = toy_arrays(60, 4)
     df = pd.DataFrame({"s": scores, "y": labels, "who": clients, "extra": "x"})
     fed = Federation.from_frame(df, score="s", label="y", client="who")
-    assert _as_sets(fed) == _expected_sets(scores, labels, clients)
+    assert client_sets(fed) == expected_client_sets(scores, labels, clients)
     fed1 = Federation.from_frame(df, score="s", label="y")
     assert fed1.n_clients == 60
 

@@ -10,38 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedeval.data import Federation, read
-
-
-def _toy(n: int = 50, n_clients: int = 7, seed: int = 0) -> tuple[np.ndarray, ...]:
-    gen = np.random.default_rng(seed)
-    scores = gen.random(n)
-    labels = gen.integers(0, 2, n)
-    clients = gen.integers(0, n_clients, n)
-    return scores, labels, clients
-
-
-def _as_sets(fed: Federation) -> dict[object, list[tuple[float, int]]]:
-    """Each client's examples, as sorted (score, label) lists keyed by client id."""
-    return {
-        view.client_id: sorted(zip(view.scores.tolist(), view.labels.tolist(), strict=True))
-        for view in fed.clients()
-    }
-
-
-def _expected_sets(
-    scores: np.ndarray, labels: np.ndarray, clients: np.ndarray
-) -> dict[object, list[tuple[float, int]]]:
-    out: dict[object, list[tuple[float, int]]] = {}
-    for s, y, c in zip(scores.tolist(), labels.tolist(), clients.tolist(), strict=True):
-        out.setdefault(c, []).append((s, y))
-    return {c: sorted(v) for c, v in out.items()}
+from fedeval.data import read
+from helpers import client_sets, expected_client_sets, toy_arrays
 
 
 # ------------------------------------------------------------------ readers
 @pytest.fixture
 def frame() -> pd.DataFrame:
-    scores, labels, clients = _toy(40, 6, seed=3)
+    scores, labels, clients = toy_arrays(40, 6, seed=3)
     return pd.DataFrame({"score": scores, "label": labels, "client": clients, "note": "n"})
 
 
@@ -53,10 +29,10 @@ def test_read_round_trip(tmp_path: Path, frame: pd.DataFrame, suffix: str) -> No
     else:
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
     fed = read(path, client="client")
-    expected = _expected_sets(
+    expected = expected_client_sets(
         frame["score"].to_numpy(), frame["label"].to_numpy(), frame["client"].to_numpy()
     )
-    got = _as_sets(fed)
+    got = client_sets(fed)
     assert got.keys() == expected.keys()
     for c in expected:  # CSV round-trips floats with repr precision
         np.testing.assert_allclose(np.array(got[c]), np.array(expected[c]), rtol=0, atol=1e-15)

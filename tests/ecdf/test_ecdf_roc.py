@@ -23,13 +23,7 @@ from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.models import DistributedDP
 from fedeval.sketches.prefix_tree import count_below
 from fedeval.sketches.tree import binary_height
-
-
-def _data(n: int = 4000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    scores = np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0, 1)
-    return scores, y
+from helpers import normal_scores
 
 
 def test_threshold_rule_is_score_at_least_t_on_ties() -> None:
@@ -60,7 +54,7 @@ def test_scores_above_the_grid_count_at_every_threshold() -> None:
 
 @pytest.mark.parametrize("norm", [1, 2])
 def test_smoothed_curve_is_monotone_and_ends_at_the_corners(norm: int) -> None:
-    scores, y = _data(20_000, 1)
+    scores, y = normal_scores(20_000, 1)
     grid = np.linspace(0, 1, 128)
     ledger = BudgetLedger(1.0)
     curve = dp_roc_curve(scores, y, grid, epsilon=1.0, rng=2, smoothing=norm, ledger=ledger)  # type: ignore[arg-type]
@@ -89,7 +83,7 @@ def test_fast_and_faithful_paths_release_the_same_class_counts() -> None:
     both paths and both classes to that closed-form pmf, and the paths against
     each other.
     """
-    scores, y = _data(30, 3)
+    scores, y = normal_scores(30, 3)
     grid = check_grid(np.linspace(0.0, 1.0, 8))
     points = np.append(grid[1:], np.inf)
     k = binary_height(points.size) + 1
@@ -124,7 +118,7 @@ def test_fast_and_faithful_paths_release_the_same_class_counts() -> None:
 
 
 def test_ledger_charges_both_classes_together_and_refuses_atomically() -> None:
-    scores, y = _data(200, 4)
+    scores, y = normal_scores(200, 4)
     grid = np.linspace(0, 1, 16)
     ledger = BudgetLedger(1.5)
     dp_roc_curve(scores, y, grid, DistributedDP(0.8, neighbouring="replace"), rng=0, ledger=ledger)
@@ -139,7 +133,7 @@ def test_ledger_charges_both_classes_together_and_refuses_atomically() -> None:
 
 
 def test_bad_inputs() -> None:
-    scores, y = _data(50)
+    scores, y = normal_scores(50)
     with pytest.raises(ValueError, match="0 or 1"):
         dp_roc_curve(scores, y + 1, [0.0, 1.0], epsilon=1.0)
     with pytest.raises(ValueError, match="length"):

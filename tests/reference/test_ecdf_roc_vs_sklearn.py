@@ -7,17 +7,11 @@ import pytest
 from sklearn.metrics import auc, roc_auc_score, roc_curve
 
 from fedeval.ecdf import dp_roc_curve, roc_l1_distance
-
-
-def _data(n: int = 4000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    scores = np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0, 1)
-    return scores, y
+from helpers import normal_scores
 
 
 def test_large_epsilon_matches_sklearn_on_the_grid() -> None:
-    scores, y = _data()
+    scores, y = normal_scores()
     grid = np.unique(scores)  # every score is a grid point: no bucketisation error
     curve = dp_roc_curve(scores, y, grid, epsilon=1e9, rng=0, smoothing=None)
     fpr, tpr, thresholds = roc_curve(y, scores, drop_intermediate=False)

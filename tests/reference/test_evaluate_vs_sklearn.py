@@ -29,15 +29,6 @@ def breast_cancer_population() -> tuple[np.ndarray, np.ndarray]:
     return np.tile(s, 40), np.tile(y, 40)
 
 
-@pytest.fixture(scope="module")
-def generated() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(3)
-    n = 60_000
-    y = (rng.random(n) < 0.3).astype(int)
-    s = 1 / (1 + np.exp(-(rng.normal(0, 1, n) + 1.5 * (y - 0.5))))
-    return s, y
-
-
 @pytest.mark.parametrize("data", ["breast_cancer_population", "generated"])
 def test_sa_auc_matches_sklearn_within_bucketization_bound(
     data: str, request: pytest.FixtureRequest

@@ -16,16 +16,9 @@ from hypothesis import strategies as st
 from fedeval.data import Federation
 from fedeval.privacy.models import DistributedDP, LabelDP, LocalDP, SecureAggregation
 from fedeval.sketches.hierarchy import HierarchySpec
-from helpers import release_hierarchy
+from helpers import beta_scores, release_hierarchy
 
 SA = SecureAggregation()
-
-
-def _data(n: int = 500, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    gen = np.random.default_rng(seed)
-    labels = gen.integers(0, 2, n)
-    scores = np.where(labels == 1, gen.beta(4, 2, n), gen.beta(2, 4, n))
-    return scores, labels
 
 
 def _edges(lo: float, hi: float, n: int) -> np.ndarray:
@@ -35,7 +28,7 @@ def _edges(lo: float, hi: float, n: int) -> np.ndarray:
 # ------------------------------------------------------------ exact counts (SA)
 @pytest.mark.parametrize(("height", "branching"), [(1, 2), (5, 2), (3, 3), (2, 10), (1, 16)])
 def test_sa_leaves_equal_numpy_histogram(height: int, branching: int) -> None:
-    scores, labels = _data()
+    scores, labels = beta_scores()
     scores[:3] = [0.0, 1.0, 1.0]  # the last bin is closed, as in np.histogram
     fed = Federation.from_arrays(scores, labels, np.arange(500) % 37)
     hist = release_hierarchy(fed, SA, height=height, branching=branching, rng=0)
@@ -63,7 +56,7 @@ def test_sa_other_score_range() -> None:
 
 @pytest.mark.parametrize("privacy", [SA, DistributedDP(1.0), LocalDP(2.0)])
 def test_levels_sum_consistently(privacy: object) -> None:
-    scores, labels = _data(400, 1)
+    scores, labels = beta_scores(400, 1)
     fed = Federation.from_arrays(scores, labels, np.arange(400) % 40)
     hist = release_hierarchy(fed, privacy, height=4, branching=3, rng=2)  # type: ignore[arg-type]
     tree = hist if isinstance(privacy, SecureAggregation) else hist.consistent()
@@ -154,7 +147,7 @@ def test_sa_quantile_error_at_most_one_leaf(
 
 
 def test_quantile_at_zero_is_at_or_below_the_minimum() -> None:
-    scores, labels = _data(200, 5)
+    scores, labels = beta_scores(200, 5)
     hist = release_hierarchy(Federation.from_arrays(scores, labels), SA, height=6, rng=0)
     assert hist.quantiles(0.0) <= scores.min()
     assert hist.quantiles(1.0) >= scores.max() - hist.spec.leaf_width
@@ -164,7 +157,7 @@ def test_sa_prefix_counts_exact_at_leaf_edges() -> None:
     height = 6
     n_leaves = 2**height
     edges = _edges(0.0, 1.0, n_leaves)
-    scores, labels = _data(1000, 2)
+    scores, labels = beta_scores(1000, 2)
     scores[:200] = edges[np.arange(200) % n_leaves]  # many scores exactly on edges
     fed = Federation.from_arrays(scores, labels, np.arange(1000) % 17)
     hist = release_hierarchy(fed, SA, height=height, rng=0)
@@ -182,7 +175,7 @@ def test_sa_prefix_counts_exact_at_leaf_edges() -> None:
 
 
 def test_sa_prefix_inside_a_leaf_is_bounded_by_the_leaf() -> None:
-    scores, labels = _data(800, 3)
+    scores, labels = beta_scores(800, 3)
     hist = release_hierarchy(Federation.from_arrays(scores, labels), SA, height=4, rng=0)
     t = np.random.default_rng(0).random(50)
     got, _ = hist.count_below(t)
@@ -192,7 +185,7 @@ def test_sa_prefix_inside_a_leaf_is_bounded_by_the_leaf() -> None:
 
 
 def test_prefix_count_at_the_top_edge_is_the_total() -> None:
-    scores, labels = _data(300, 4)
+    scores, labels = beta_scores(300, 4)
     scores = np.minimum(scores, 0.999)  # no score on the top edge: every reading agrees
     hist = release_hierarchy(Federation.from_arrays(scores, labels), SA, height=3, rng=0)
     got, _ = hist.count_below([1.0])
@@ -218,7 +211,7 @@ def test_sa_prefix_exact_at_non_dyadic_edges(
 
 @pytest.mark.parametrize("privacy", [SA, DistributedDP(0.5), LocalDP(1.0)])
 def test_equi_depth_edges(privacy: object) -> None:
-    scores, labels = _data(2000, 6)
+    scores, labels = beta_scores(2000, 6)
     fed = Federation.from_arrays(scores, labels, np.arange(2000) % 50)
     hist = release_hierarchy(fed, privacy, height=6, rng=3)  # type: ignore[arg-type]
     for n_buckets in (1, 2, 7, 20):
@@ -239,7 +232,7 @@ def test_equi_depth_edges(privacy: object) -> None:
 # ---------------------------------------------------------------- bad input
 @pytest.fixture
 def fed() -> Federation:
-    scores, labels = _data(100, 7)
+    scores, labels = beta_scores(100, 7)
     return Federation.from_arrays(scores, labels)
 
 
