@@ -388,16 +388,19 @@ def _distributed(
             f"DistributedDP cannot release the {sketch.name}: its clients clip their own "
             "contribution, which user-level DP (UserLevelDP) accounts for"
         )
-    bound = model.examples_per_unit
-    subsample = model.unit == "client" or model.contribution_bound is not None
-    sens = sketch.sensitivity(
-        unit=model.unit,
-        neighbouring=model.neighbouring,
-        examples_per_unit=bound,
-        layout=layout,
-    )
-    m = shares_needed(model.min_clients_fraction, n) if min_received is None else min_received
-    m = min(check_int_at_least(m, 1, name="min_received"), n)
+    bound = model.contribution_bound
+    sens, why = _bounded_sensitivity(model, sketch, layout)
+    # Noise shares are calibrated to a threshold: given by the secure sum (Flower's
+    # SecAgg+ threshold), or the real number f·n. With f·n, n shares always add up to
+    # Pólya shape 1/f, so the noise does not depend on how many clients there are;
+    # the release still needs ceil(f·n) shares to arrive.
+    if min_received is None:
+        threshold: float = model.min_clients_fraction * n if model.min_clients_fraction < 1 else n
+        threshold = max(threshold, 1.0)
+        m = shares_needed(model.min_clients_fraction, n)
+    else:
+        m = min(check_int_at_least(min_received, 1, name="min_received"), n)
+        threshold = m
     if not sens.uniform:
         raise ValueError(
             f"the {sketch.name} asks for different noise scales on different coordinates; "
@@ -409,10 +412,10 @@ def _distributed(
         if not sens.integer:
             raise ValueError(f"Skellam noise needs integer sums; the {sketch.name} is real-valued")
         assert model.delta is not None
-        calibrated = SkellamShares.calibrate(model.epsilon, model.delta, sens.l1, sens.l2, m)
+        calibrated = SkellamShares.calibrate(model.epsilon, model.delta, sens.l1, sens.l2, 1)
         noise = SkellamShareNoise(
             SkellamShares(
-                calibrated.mu / m * n,
+                calibrated.mu / threshold * n,
                 n,
                 l1_sensitivity=sens.l1,
                 l2_sensitivity=sens.l2,
@@ -431,14 +434,12 @@ def _distributed(
     else:
         if sens.integer:
             noise = PolyaShareNoise(
-                PolyaShares.for_dropouts(model.epsilon, n, m, _as_int(sens.l1, sketch))
+                PolyaShares.for_dropouts(model.epsilon, n, threshold, _as_int(sens.l1, sketch))
             )
         else:
             noise = LaplaceShareNoise(LaplaceShares(sens.l1 / model.epsilon, n, m))
         entries = _part_entries(sketch, sens, model.epsilon, 0.0, model.unit, layout, "polya")
-    statement = f"{noise.description}; {sens.derivation}"
-    if subsample:
-        statement += f"; every client subsampled to at most {bound} example(s)"
+    statement = f"{noise.description}; {sens.derivation}{why}"
     return Mechanism(
         model=model,
         norm="l2" if model.noise == "skellam" else "l1",
@@ -460,9 +461,47 @@ def _distributed(
         description=noise.description,
         sensitivity=sens,
         noise=noise,
-        contribution_bound=bound if subsample else None,
+        contribution_bound=bound,
         n_contributors=n,
         min_received=m,
+    )
+
+
+def _bounded_sensitivity(
+    model: DistributedDP, sketch: SensitiveSketch, layout: Layout
+) -> tuple[Sensitivity, str]:
+    """The sensitivity the noise must cover once clients are subsampled to their bound.
+
+    * No bound: one unit as the model says (one example, add/remove or replace).
+    * ``unit="client"`` with bound B: a whole client of at most B examples.
+    * ``unit="example"`` with bound B: a client at its bound keeps B of its
+      examples at random, so an added example may displace a kept one: the
+      encodings then differ by a swap, which is the sketch's replace-one-example
+      sensitivity (and an addition below the bound is covered by it too).
+    """
+    bound = model.contribution_bound
+    if model.unit == "client":
+        sens = sketch.sensitivity(
+            unit="client",
+            neighbouring=model.neighbouring,
+            examples_per_unit=model.examples_per_unit,
+            layout=layout,
+        )
+        return sens, f"; every client subsampled to at most {bound} example(s)"
+    own = sketch.sensitivity(
+        unit="example", neighbouring=model.neighbouring, examples_per_unit=1, layout=layout
+    )
+    if bound is None:
+        return own, ""
+    swap = sketch.sensitivity(
+        unit="example", neighbouring="replace", examples_per_unit=1, layout=layout
+    )
+    norm_of = (lambda s: s.l2) if model.noise == "skellam" else (lambda s: s.l1)
+    sens = swap if norm_of(swap) >= norm_of(own) else own
+    return sens, (
+        f"; every client subsampled to at most {bound} example(s): an added example may "
+        "displace a kept one, so the noise covers swapping one example "
+        f"(L1 = {sens.l1:g}, L2 = {sens.l2:.4g})"
     )
 
 

@@ -114,7 +114,12 @@ class DistributedDP:
         client's contribution is bounded to ``contribution_bound`` examples
         (excess examples are subsampled) and sensitivity scales by that bound.
     contribution_bound : int, optional
-        Maximum examples a client may contribute; required for ``unit="client"``.
+        Maximum examples B a client may contribute; required for
+        ``unit="client"``. A client holding more is subsampled to B uniformly at
+        random before it encodes. Under ``unit="example"`` an added example may
+        then displace a kept one, so the noise is calibrated to swapping one
+        example (twice the add/remove sensitivity of a histogram), as the
+        receipt's sensitivity states.
     min_clients_fraction : float
         Fraction of selected clients whose shares must arrive (the secure
         aggregation reconstruction threshold). Shares are calibrated so that any

@@ -125,11 +125,13 @@ class PolyaShares:
         Number n ≥ 1 of clients that each add one share.
     l1_sensitivity : int, default 1
         L1 sensitivity Δ1 ≥ 1 of the aggregated integer query.
-    min_received : int, optional, keyword-only
-        Reconstruction threshold m, 1 ≤ m ≤ n: each share is Pólya(1/m, α) -
-        Pólya(1/m, α), so any m shares already sum to the target discrete
-        Laplace. Defaults to ``n_shares`` (no dropout tolerance: all n shares
-        are needed for the ε-DP guarantee). Prefer :meth:`for_dropouts`.
+    min_received : float, optional, keyword-only
+        Calibration threshold m, 1 ≤ m ≤ n (a real number is allowed): each
+        share is Pólya(1/m, α) - Pólya(1/m, α), so any k ≥ m shares already sum
+        to at least the target discrete Laplace. Defaults to ``n_shares`` (no
+        dropout tolerance). A real threshold f·n makes the sum of all n shares
+        Pólya(1/f, α) differences whatever n is, so the noise does not reveal
+        the number of clients. Prefer :meth:`for_dropouts`.
 
     Raises
     ------
@@ -156,7 +158,7 @@ class PolyaShares:
     epsilon: float
     n_shares: int
     l1_sensitivity: int = 1
-    min_received: int | None = field(default=None, kw_only=True)
+    min_received: float | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -167,15 +169,14 @@ class PolyaShares:
             "l1_sensitivity",
             check_int_at_least(self.l1_sensitivity, 1, name="l1_sensitivity"),
         )
-        m = n if self.min_received is None else self.min_received
-        m = check_int_at_least(m, 1, name="min_received")
-        if m > n:
-            raise ValueError(f"min_received must be <= n_shares = {n}, got {m}")
-        object.__setattr__(self, "min_received", m)
+        m = float(n if self.min_received is None else self.min_received)
+        if not (math.isfinite(m) and 1.0 <= m <= n):
+            raise ValueError(f"min_received must lie in [1, n_shares = {n}], got {m}")
+        object.__setattr__(self, "min_received", int(m) if m == int(m) else m)
 
     @classmethod
     def for_dropouts(
-        cls, epsilon: float, n_shares: int, min_received: int, l1_sensitivity: int = 1
+        cls, epsilon: float, n_shares: int, min_received: float, l1_sensitivity: int = 1
     ) -> PolyaShares:
         """Shares calibrated so that any ``min_received`` of the ``n_shares`` suffice.
 
@@ -193,8 +194,9 @@ class PolyaShares:
             Target ε > 0.
         n_shares : int
             Clients selected (each adds one share).
-        min_received : int
-            Smallest number of shares the protocol will ever sum (1 ≤ m ≤ n).
+        min_received : float
+            Smallest number of shares the protocol will ever sum (1 ≤ m ≤ n), or
+            the real threshold f·n (see the class docstring).
         l1_sensitivity : int, default 1
             Δ1 ≥ 1.
         """
@@ -211,8 +213,8 @@ class PolyaShares:
         return 1.0 / self._threshold
 
     @property
-    def _threshold(self) -> int:
-        # min_received is resolved to an int in __post_init__; this narrows the type.
+    def _threshold(self) -> float:
+        # min_received is resolved in __post_init__; this narrows the type.
         return self.n_shares if self.min_received is None else self.min_received
 
     @property
