@@ -19,7 +19,7 @@ import numpy as np
 
 RNGLike = int | np.random.Generator | None
 
-__all__ = ["RNGLike", "as_generator", "secure_generator", "spawn"]
+__all__ = ["RNGLike", "SecureGenerator", "as_generator", "secure_generator", "spawn"]
 
 
 def as_generator(rng: RNGLike) -> np.random.Generator:
@@ -52,8 +52,23 @@ def spawn(rng: RNGLike, n: int) -> list[np.random.Generator]:
     return list(as_generator(rng).spawn(n))
 
 
-def secure_generator(seed: int | None = None) -> np.random.Generator:
-    """A Generator backed by the ChaCha20 CSPRNG (needs ``randomgen``).
+class SecureGenerator(np.random.Generator):
+    """A Generator that selects secure mode: exact integer samplers, not just other bits.
+
+    A plain CSPRNG changes where the random bits come from, not how noise is
+    computed from them. Passing a ``SecureGenerator`` as ``rng`` also makes the
+    central noise samplers (discrete Laplace, discrete Gaussian) use the exact
+    integer-arithmetic algorithms of :mod:`fedeval.privacy.mechanisms.exact`.
+    Build one over a CSPRNG with :func:`secure_generator`; over any other bit
+    generator (e.g. ``SecureGenerator(np.random.PCG64(0))``) only for tests.
+    Pólya and Skellam noise shares have no exact sampler here: they are drawn
+    with numpy's negative-binomial and Poisson samplers on these bits
+    (integer-valued, accurate to double precision).
+    """
+
+
+def secure_generator(seed: int | None = None) -> SecureGenerator:
+    """Secure mode: the ChaCha20 CSPRNG (needs ``randomgen``) and exact samplers.
 
     Parameters
     ----------
@@ -72,4 +87,4 @@ def secure_generator(seed: int | None = None) -> np.random.Generator:
             "secure_generator needs the optional 'randomgen' package: pip install 'fedeval[secure]'"
         ) from exc
     key = secrets.randbits(256) if seed is None else seed
-    return np.random.Generator(ChaCha(seed=key, rounds=20))
+    return SecureGenerator(ChaCha(seed=key, rounds=20))

@@ -205,17 +205,15 @@ def test_dp_alpha_uses_the_noise_scale(monkeypatch: pytest.MonkeyPatch) -> None:
     def sigma_positive(privacy: UserLevelDP) -> float:
         clip = privacy.clip
         assert isinstance(clip, tuple)
+        sketch = OneVsRestSketch(4, bins, clip)
         mech = mechanism_for(
-            privacy,
-            OneVsRestSketch(4, bins, clip),
-            n_clients=fed.n_clients,
-            rounds=rounds,
-            sampling_rate=rate,
+            privacy, sketch, n_clients=fed.n_clients, rounds=rounds, sampling_rate=rate
         )
-        assert isinstance(mech.noise, CentralNoise) and mech.noise.kind == "gaussian"
+        assert isinstance(mech.noise, CentralNoise) and mech.noise.kind == "discrete_gaussian"
         scale = np.broadcast_to(np.asarray(mech.noise.scale, dtype=np.float64), (2 * 4 * bins,))
         assert np.all(scale[: 4 * bins] == scale[0])  # one σ on every positive bin
-        return float(scale[0])
+        # In counts: the clipped histograms are sent in fixed point (units of γ).
+        return float(scale[0]) * sketch.resolution
 
     def fit(privacy: UserLevelDP) -> tuple[np.ndarray, float]:
         cal = fit_multiclass_binning(
@@ -344,16 +342,21 @@ def test_histogram_noise_has_the_calibrated_scale() -> None:
         gen=np.random.default_rng(1),
         ledger=None,
     )
-    # The clipped, noise-free sums of all clients (p = 1: everybody takes part).
-    clean = OneVsRestSketch(c, n_bins, (2.0, 6.0)).encode_clients(fed)
+    # The clipped, noise-free sums of all clients (p = 1: everybody takes part), in counts
+    # (the sketch sends them in fixed point, units of γ).
+    sketch = OneVsRestSketch(c, n_bins, (2.0, 6.0))
+    clean = sketch.encode_clients(fed) * sketch.resolution
     clean_p, clean_n = clean[: c * n_bins].reshape(c, -1), clean[c * n_bins :].reshape(c, -1)
     (entry,) = schedule.mechanism.ledger_entries
     z = entry.details["noise_multiplier"]
     assert z > 0
-    # σ± = z · sqrt(2c) · C± (the 2c histograms scaled by 1/C± have L2 sensitivity sqrt(2c)).
-    scale = z * np.sqrt(2 * c)
+    # σ± = z · sqrt(2c) · C± (the 2c histograms scaled by 1/C± have L2 sensitivity sqrt(2c)),
+    # times the fixed-point rounding allowance 1 + γ√n_bins/(2 min C).
+    grow = 1 + sketch.resolution * np.sqrt(n_bins) / (2 * 2.0)
+    scale = z * np.sqrt(2 * c) * grow
     # 2560 residuals each: the sample sd is within 5% of σ with overwhelming probability.
     assert np.std(h.positive - clean_p) == pytest.approx(scale * 2.0, rel=0.05)
     assert np.std(h.negative - clean_n) == pytest.approx(scale * 6.0, rel=0.05)
-    assert h.noise_std_positive == pytest.approx(scale * 2.0, rel=1e-12)
-    assert h.noise_std_negative == pytest.approx(scale * 6.0, rel=1e-12)
+    # The recorded sd is the discrete Gaussian's exact one (below σ by far less than 1e-9).
+    assert h.noise_std_positive == pytest.approx(scale * 2.0, rel=1e-9)
+    assert h.noise_std_negative == pytest.approx(scale * 6.0, rel=1e-9)

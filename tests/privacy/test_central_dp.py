@@ -18,9 +18,11 @@ import pytest
 from scipy import stats
 
 import fedeval as fe
+from fedeval.aggregation import release
 from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
 from fedeval.privacy.models import model_from_dict, model_to_dict
 from fedeval.privacy.noise import CentralNoise
+from fedeval.sketches.group_sums import GroupSumsSketch
 from helpers import release_hierarchy
 
 # The module, not the function of the same name that fedeval.privacy exports.
@@ -126,15 +128,19 @@ def test_plan_and_model_round_trip() -> None:
 
 
 def test_real_valued_release_is_refused_before_any_charge() -> None:
-    # The Hosmer-Lemeshow expected sums are real-valued: discrete Laplace cannot
-    # protect them, and nothing of the three-part release is charged.
+    # A sketch sending floats (here the Hosmer-Lemeshow expected sums without their
+    # fixed point) cannot get discrete Laplace noise; nothing is charged.
     rng = np.random.default_rng(4)
     p = rng.random(500)
-    y = (rng.random(500) < p).astype(int)
+    fed = fe.Federation.from_arrays(p, (rng.random(500) < p).astype(int))
+    floats = GroupSumsSketch(np.linspace(0, 1, 11), "expected", fixed_point=False)
     ledger = fe.BudgetLedger(1.0)
-    with pytest.raises(TypeError, match="CentralDP"):
-        fe.metrics.hosmer_lemeshow(p, y, fe.CentralDP(1.0), ledger=ledger)
+    with pytest.raises(TypeError, match="real-valued"):
+        release(fed, floats, fe.CentralDP(1.0), ledger=ledger)
     assert ledger.entries == []
+    # In fixed point (the default) the release goes through, with discrete noise.
+    res = fe.metrics.hosmer_lemeshow(p, fed.labels, fe.CentralDP(1.0), rng=0)
+    assert res.receipt.epsilon_spent == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------- the audit

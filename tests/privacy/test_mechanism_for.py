@@ -54,8 +54,11 @@ def test_local_dp_always_assigns_parts_and_needs_a_one_hot_sketch() -> None:
 def test_label_dp_noise_is_added_by_each_party_with_its_own_scale() -> None:
     mech = mechanism_for(fe.LabelDP(1.0), RANKS, n_clients=5)
     assert mech.placement == "owner" and isinstance(mech.noise, CentralNoise)
-    scale = np.asarray(mech.noise.scale)
-    # Fixed split α = 1/2: counts get 1/((1-α)ε) = 2, sums Δ_k/(αε) = 2·max rank of party k.
+    # In value units (the sums are sent in fixed point, the noise is in their units).
+    scale = np.asarray(mech.noise.scale) * RANKS.resolution
+    assert mech.noise.kind == "discrete_laplace"
+    # Fixed split α = 1/2: counts get 1/((1-α)ε) = 2, sums Δ_k/(αε) = 2·max rank of party k
+    # (exact: these half-integer ranks lie on the fixed-point grid).
     np.testing.assert_allclose(scale[:5], 2.0)
     np.testing.assert_allclose(scale[5:], 2.0 * np.array([1, 3, 5, 7, 9]))
     rr = mechanism_for(fe.LabelDP(1.0, noise="rr"), RANKS, n_clients=5)
@@ -71,7 +74,11 @@ def test_user_level_dp_needs_clipping_sketches_and_accounts_all_rounds() -> None
     assert mech.placement == "aggregator" and mech.rounds == 5
     assert len(mech.ledger_entries) == 1 and 0.9 < mech.guarantee.epsilon <= 1.0
     z = mech.ledger_entries[0].details["noise_multiplier"]
-    assert float(np.asarray(mech.noise.scale)) == pytest.approx(z * 0.5)  # type: ignore[union-attr]
+    assert mech.noise.kind == "discrete_gaussian"  # type: ignore[union-attr]
+    # In value units: σ = z·(C + γ√d/2), the rounding allowance of the fixed point.
+    step, d = UPDATES.resolution, UPDATES.length
+    value_sigma = float(np.asarray(mech.noise.scale)) * step  # type: ignore[union-attr]
+    assert value_sigma == pytest.approx(z * (0.5 + step * math.sqrt(d) / 2), rel=1e-12)
     weighted = mechanism_for(
         fe.UserLevelDP(1.0, 1e-5, clip=(2.0, 3.0)),
         OneVsRestSketch(2, 4, clip=(2.0, 3.0)),

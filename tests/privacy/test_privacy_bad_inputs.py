@@ -9,8 +9,6 @@ import pytest
 from fedeval.privacy import (
     DiscreteGaussian,
     DiscreteLaplace,
-    Gaussian,
-    Laplace,
     OptimalUnaryEncoding,
     PolyaShares,
     RandomizedResponse,
@@ -25,11 +23,9 @@ BAD_EPSILONS = [0.0, -1.0, math.nan, math.inf]
     "make",
     [
         lambda e: DiscreteLaplace(e),
-        lambda e: Laplace(e),
         lambda e: PolyaShares(e, 10),
         lambda e: RandomizedResponse(e),
         lambda e: OptimalUnaryEncoding(e, 4),
-        lambda e: Gaussian.calibrate(e, 1e-5),
         lambda e: DiscreteGaussian.calibrate(e, 1e-5),
         lambda e: SkellamShares.calibrate(e, 1e-5),
     ],
@@ -48,10 +44,8 @@ def test_non_numeric_epsilon() -> None:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda d: Gaussian.calibrate(1.0, d),
         lambda d: DiscreteGaussian.calibrate(1.0, d),
         lambda d: SkellamShares.calibrate(1.0, d),
-        lambda d: Gaussian(1.0).guarantee(delta=d),
         lambda d: DiscreteGaussian(1.0).guarantee(delta=d),
         lambda d: SkellamShares(1.0, 2, delta=d),
     ],
@@ -78,8 +72,6 @@ def test_non_integer_n_shares() -> None:
 
 @pytest.mark.parametrize("sigma", [0.0, -1.0, math.nan, math.inf])
 def test_bad_sigma(sigma) -> None:
-    with pytest.raises(ValueError, match="sigma"):
-        Gaussian(sigma)
     with pytest.raises(ValueError, match="sigma"):
         DiscreteGaussian(sigma)
 

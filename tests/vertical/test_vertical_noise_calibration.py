@@ -8,7 +8,7 @@ import pytest
 import fedeval as fe
 import fedeval.vertical as fv
 from fedeval.privacy.mechanism_for import mechanism_for
-from fedeval.privacy.mechanisms.gaussian import Gaussian
+from fedeval.privacy.mechanisms.discrete_gaussian import DiscreteGaussian
 from fedeval.privacy.noise import CentralNoise
 from fedeval.vertical.estimate import release_rank_sums
 from helpers import vertical_data
@@ -22,7 +22,11 @@ def _mechanism(proto: fv.RankProtocol, model: fe.LabelDP, **sketch_kw):
     sketch = proto.sketch(**sketch_kw)
     mech = mechanism_for(model, sketch, n_clients=proto.n_clients)
     assert isinstance(mech.noise, CentralNoise)
-    scale = np.broadcast_to(np.asarray(mech.noise.scale, dtype=np.float64), (sketch.length,))
+    # In value units: the sums are sent in fixed point and the noise is in their units.
+    scale = (
+        np.broadcast_to(np.asarray(mech.noise.scale, dtype=np.float64), (sketch.length,))
+        * sketch.resolution
+    )
     k = proto.n_clients
     return sketch, mech, scale[:k], scale[k:]  # noise on localP_k, on the (centred) sums
 
@@ -52,7 +56,7 @@ def test_laplace_scales_spend_exactly_epsilon():
     eps, alpha, beta = 1.5, 0.3, 0.6
     model = fe.LabelDP(eps)
     sketch, mech, b_pos, b_sum = _mechanism(proto, model, alpha=alpha)
-    assert mech.noise.kind == "laplace"
+    assert mech.noise.kind == "discrete_laplace"
     np.testing.assert_allclose(b_sum, proto.max_rank / (alpha * eps))
     np.testing.assert_allclose(b_pos, 1 / ((1 - alpha) * eps))
     # ε spent = Δ_sum/b_sum + Δ_pos/b_pos for every client (where Δ_sum = max rank > 0).
@@ -72,7 +76,9 @@ def test_laplace_scales_spend_exactly_epsilon():
         np.testing.assert_allclose(sketch.mean_rank, proto.mean_rank)
         has_v = proto.spread > 0
         assert np.all(b_sum[~has_v] == 0)  # ⟨v'_k, y⟩ = 0 for every labelling: nothing to hide
-        spent = 1 / b_pos + np.where(has_v, proto.spread / np.where(has_v, b_sum, 1), 0)
+        # The centred coefficients are rounded: the bound is ‖v'_k‖∞ + γ/2 (sum_bound).
+        bound = sketch.sum_bound
+        spent = 1 / b_pos + np.where(has_v, bound / np.where(has_v, b_sum, 1), 0)
         np.testing.assert_allclose(spent[has_v], eps)
         assert np.all(spent <= eps * (1 + 1e-12))
         # The share of ε on localP_k is the declared β (orthogonal) or the §5.3 rule.
@@ -94,11 +100,11 @@ def test_gaussian_noise_is_jointly_calibrated():
     proto = fv.rank_protocol(s, ids)
     eps, delta = 1.0, 1e-6
     model = fe.LabelDP(eps, noise="gaussian", delta=delta)
-    unit = Gaussian.calibrate(eps, delta).noise_multiplier
+    unit = DiscreteGaussian.calibrate(eps, delta).sigma
     for allocation in ("fixed", "orthogonal", "adaptive"):
         sketch, mech, s_pos, s_sum = _mechanism(proto, model, allocation=allocation)
-        assert mech.noise.kind == "gaussian"
-        sens = proto.max_rank if allocation == "fixed" else proto.spread
+        assert mech.noise.kind == "discrete_gaussian"
+        sens = sketch.sum_bound
         with np.errstate(divide="ignore", invalid="ignore"):
             term = np.where(s_sum > 0, (sens / s_sum) ** 2, 0.0)
         assert np.all(sens[s_sum == 0] == 0)
@@ -106,8 +112,8 @@ def test_gaussian_noise_is_jointly_calibrated():
         # Equality: the whole 1/σ² budget is used by every party with a non-trivial sum.
         assert np.all(joint <= 1 / unit * (1 + 1e-12))
         np.testing.assert_allclose(joint[sens > 0], 1 / unit, rtol=1e-12)
-        # The pair is then (ε, δ)-DP by the analytic Gaussian mechanism at σ/Δ2 = unit.
-        assert Gaussian(unit).delta_for_epsilon(eps) <= delta * (1 + 1e-9)
+        # The pair is then ρ-zCDP with ρ = 1/(2·unit²), which converts to (ε, δ) (CKS Cor. 13).
+        assert DiscreteGaussian(unit, delta=delta).guarantee().epsilon <= eps * (1 + 1e-9)
         assert mech.guarantee.delta == delta and mech.guarantee.epsilon == eps
         assert mech.receipt.epsilon_spent == pytest.approx(eps)
 
@@ -132,7 +138,7 @@ def test_client_beta_is_the_split_the_noise_used(allocation):
         assert np.abs(gau.client_beta - lap.client_beta).max() > 0.02
     # And the shares are those of the drawn noise: 1/σ_pos² is β_k times the total 1/σ².
     _, _, s_pos, _ = _mechanism(proto, GAUSSIAN, allocation=allocation, beta=beta)
-    unit = Gaussian.calibrate(1.0, 1e-6).noise_multiplier
+    unit = DiscreteGaussian.calibrate(1.0, 1e-6).sigma
     np.testing.assert_allclose(gau.client_beta, unit**2 / s_pos**2, rtol=1e-9)
     assert fv.auc(s, y, ids, RR, allocation=allocation, rng=0).client_beta is None
     assert fv.auc(s, y, ids, LAPLACE, rng=0).client_beta is None  # fixed: α, not β_k

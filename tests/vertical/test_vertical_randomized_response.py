@@ -50,7 +50,10 @@ def test_pipeline_linear_debiasing_equals_algorithm3(epsilon, allocation):
     sketch = proto.sketch(allocation=allocation)
     rel = release_rank_sums(proto, y, fe.LabelDP(epsilon, noise="rr"), sketch, rng=2)
     k = proto.n_clients
-    ones = sketch.encode(proto.ranks, np.ones(m, np.int64), proto.client_index.astype(np.int64))
+    # Sums of flipped labels carry no additive noise, so they are sent exactly (no fixed
+    # point): the release encodes with the sketch's exact variant.
+    exact = sketch.exact_variant()
+    ones = exact.encode(proto.ranks, np.ones(m, np.int64), proto.client_index.astype(np.int64))
     noisy = rel.values * (1 - 2 * rho) + rho * ones  # the sums over the flipped labels
     p_bar = noisy[:k].sum()
     s_bar = (proto.mean_rank @ noisy[:k] if sketch.centred else 0.0) + noisy[k:].sum()

@@ -46,7 +46,16 @@ from fedeval.privacy.sensitivity import Layout
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.base import Sketch
 
-__all__ = ["Release", "Reservation", "charge", "finish_reports", "finish_sum", "release", "reserve"]
+__all__ = [
+    "Release",
+    "Reservation",
+    "charge",
+    "finish_reports",
+    "finish_sum",
+    "in_value_units",
+    "release",
+    "reserve",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,9 +68,12 @@ class Release:
         What was encoded; ``decode()`` is ``sketch.decode(self)``.
     values : ndarray of float64, shape (sketch.length,)
         An unbiased estimate of the sum, over the clients, of their encodings
-        (local-DP reports debiased, assigned parts scaled to all clients).
+        (local-DP reports debiased, assigned parts scaled to all clients), in
+        the sketch's natural units: fixed-point encodings are multiplied back
+        by ``sketch.resolution`` (:func:`in_value_units`).
     variance : ndarray of float64, shape (sketch.length,)
-        Variance of every value from the known noise (0 without noise).
+        Variance of every value from the known noise (0 without noise), in the
+        same units.
     receipt : Receipt
         Guarantee, ledger entries, mechanism and sensitivity.
     n_clients : int
@@ -69,7 +81,8 @@ class Release:
     path : str
         "fast", "faithful", or the transport that carried the sum ("flower").
     basis_variance : ndarray or None
-        Variance of every noise variable when the noise has its own basis.
+        Variance of every noise variable when the noise has its own basis
+        (such sketches count, resolution 1).
     clients_per_part : ndarray of int64 or None
         Layout "assign": clients that encoded each part.
     covariance : sparse matrix or None
@@ -278,7 +291,9 @@ def run(
     rng: np.random.Generator,
 ) -> Release:
     """Run an already charged mechanism on the data (called by :func:`release` only)."""
-    if mech.exact:
+    if mech.exact or mech.placement == "labels":
+        # No additive noise (exact sums, or sums of randomized-response labels, a
+        # function of discrete flips): the sketch need not be sent in fixed point.
         sketch = sketch.exact_variant()
     fed = source
     if mech.contribution_bound is not None:
@@ -301,6 +316,8 @@ def run(
         covariance = (
             rho * (1 - rho) / (1 - 2 * rho) ** 2 * sketch.label_gram(fed.scores, fed.client_index)
         )
+        values, _ = in_value_units(sketch, values, np.zeros_like(values))
+        # The covariance comes from the label coefficients in value units already.
         variance = np.asarray(covariance.diagonal(), dtype=np.float64)
         return Release(sketch, values, variance, mech.receipt, n, path, covariance=covariance)
     groups = assign_groups(n, len(sketch.parts), rng) if mech.layout == "assign" else None
@@ -340,6 +357,7 @@ def finish_sum(
         variance = np.asarray(sketch.noise_to_variance(basis_var), dtype=np.float64)
     if clients_per_part is not None:
         values, variance = _scale_assigned(sketch, values, variance, clients_per_part)
+    values, variance = in_value_units(sketch, values, variance)
     return Release(
         sketch,
         values,
@@ -401,6 +419,20 @@ def finish_reports(
     )
 
 
+def in_value_units(
+    sketch: Sketch, values: NDArray[np.float64], variance: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Summed integer units → the sketch's values: × resolution, variance × resolution².
+
+    Every release passes through here, so a fixed-point sketch
+    (:mod:`fedeval.sketches.fixed_point`) is decoded in its natural units.
+    """
+    res = np.asarray(sketch.resolution, dtype=np.float64)
+    if res.ndim == 0 and float(res) == 1.0:
+        return values, variance
+    return values * res, variance * res**2
+
+
 def _scale_assigned(
     sketch: Sketch,
     values: NDArray[np.float64],
@@ -442,6 +474,11 @@ def sampling_variance(
     """
     if m >= n_clients or n_clients <= 1:
         return np.zeros_like(count)
+    if m == 0:
+        # No client encoded this part: its estimate (0) says nothing about a count that
+        # lies in [0, n]; give it the largest variance such a count can have, n²/4, so
+        # that later weighting (consistency) all but ignores it.
+        return np.full(count.shape, max(n_examples, 1.0) ** 2 / 4.0, dtype=np.float64)
     scale = n_clients / m
     p = np.clip(count / max(n_examples, 1.0), 0.0, 1.0)
     n = max(n_examples, 1.0)

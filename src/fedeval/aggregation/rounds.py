@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.aggregation.release import Release, charge
+from fedeval.aggregation.release import Release, charge, in_value_units
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
@@ -128,4 +128,5 @@ class Rounds:
             variance = np.broadcast_to(
                 np.asarray(mech.noise.variance(0), dtype=np.float64), (sketch.length,)
             ).copy()
+        total, variance = in_value_units(sketch, total, variance)
         return Release(sketch, total, variance, mech.receipt, int(chosen.size), "fast")

@@ -52,6 +52,7 @@ from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt, compose
 from fedeval.randomness import RNGLike, as_generator
+from fedeval.sketches.grid import bin_of_edges
 from fedeval.sketches.group_sums import GroupSumsSketch
 from fedeval.sketches.prefix_tree import PrefixTreeSketch, PrivateECDF
 from fedeval.validation import (
@@ -118,11 +119,16 @@ class HosmerLemeshowResult:
 def _group_sums(
     probs: NDArray[np.float64], labels: NDArray[np.int64], thresholds: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The exact (O, E) tables, shape (Q, 2) each: the sketch's cells without fixed point."""
     clients = np.zeros(probs.size, dtype=np.int64)
     obs = GroupSumsSketch(thresholds, "observed").encode(probs, labels, clients)
-    exp = GroupSumsSketch(thresholds, "expected").encode(probs, labels, clients)
     q = thresholds.size - 1
-    return obs.reshape(q, 2).astype(np.float64), np.asarray(exp, dtype=np.float64).reshape(q, 2)
+    group = bin_of_edges(thresholds, probs)
+    exp = np.stack(
+        [np.bincount(group, 1.0 - probs, minlength=q), np.bincount(group, probs, minlength=q)],
+        axis=1,
+    )
+    return obs.reshape(q, 2).astype(np.float64), np.asarray(exp, dtype=np.float64)
 
 
 def _statistic(observed: NDArray[np.float64], expected: NDArray[np.float64]) -> float:

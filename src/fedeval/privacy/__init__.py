@@ -25,8 +25,7 @@ from fedeval.privacy.guarantee import Guarantee, Neighbouring, PrivacyUnit
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger, LedgerEntry
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
 from fedeval.privacy.mechanisms.discrete_gaussian import DiscreteGaussian
-from fedeval.privacy.mechanisms.gaussian import Gaussian
-from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, Laplace
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
 from fedeval.privacy.mechanisms.polya import PolyaShares, polya_difference_epsilon
 from fedeval.privacy.mechanisms.randomized_response import RandomizedResponse
 from fedeval.privacy.mechanisms.skellam import SkellamShares, skellam_epsilon, skellam_rdp
@@ -51,10 +50,8 @@ __all__ = [
     "DiscreteGaussian",
     "DiscreteLaplace",
     "DistributedDP",
-    "Gaussian",
     "Guarantee",
     "LabelDP",
-    "Laplace",
     "LedgerEntry",
     "LocalDP",
     "Mechanism",

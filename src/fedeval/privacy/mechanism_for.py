@@ -20,11 +20,15 @@ DistributedDP          Pólya shares (discrete Laplace, pure ε) or Skellam shar
                        shares suffice; clients subsampled to the contribution bound
 LocalDP                one OUE/RR report per example on one part of a one-hot sketch,
                        clients split at random across the parts
-LabelDP                randomized response on every label, or Laplace/Gaussian noise
-                       that each label party adds to its own statistics
-UserLevelDP            clipped contributions, Gaussian noise on the aggregate each
-                       round, T Poisson-subsampled rounds composed by RDP
+LabelDP                randomized response on every label, or discrete Laplace/Gaussian
+                       noise that each label party adds to its own statistics
+UserLevelDP            clipped contributions, discrete Gaussian noise on the aggregate
+                       each round, T Poisson-subsampled rounds composed by RDP
 =====================  ==============================================================
+
+Noise is only ever integer-valued and added to integer sums: a real-valued
+summary is sent in fixed point by its sketch (:mod:`fedeval.sketches.fixed_point`),
+and a sketch that is not integer is refused under every noisy model.
 """
 
 from __future__ import annotations
@@ -38,8 +42,7 @@ from typing import Any, Literal, Protocol
 from fedeval.privacy.accounting import calibrate_noise_multiplier, gaussian_rounds_epsilon
 from fedeval.privacy.guarantee import Guarantee, Neighbouring, PrivacyUnit
 from fedeval.privacy.ledger import LedgerEntry
-from fedeval.privacy.mechanisms.gaussian import Gaussian
-from fedeval.privacy.mechanisms.laplace import LaplaceShares
+from fedeval.privacy.mechanisms.discrete_gaussian import DiscreteGaussian
 from fedeval.privacy.mechanisms.polya import PolyaShares
 from fedeval.privacy.mechanisms.randomized_response import (
     RandomizedResponse,
@@ -60,7 +63,6 @@ from fedeval.privacy.models import (
 from fedeval.privacy.noise import (
     AdditiveNoise,
     CentralNoise,
-    LaplaceShareNoise,
     PolyaShareNoise,
     SkellamShareNoise,
     shares_needed,
@@ -340,11 +342,12 @@ def _central(model: CentralDP, sketch: SensitiveSketch, n: int, layout: Layout) 
     sens = sketch.sensitivity(
         unit="example", neighbouring=model.neighbouring, examples_per_unit=1, layout=layout
     )
-    if sketch.clips_clients or not sens.integer or not math.isfinite(sens.l1):
+    if sketch.clips_clients or not math.isfinite(sens.l1):
         raise TypeError(
-            f"CentralDP adds discrete Laplace noise to integer sums; the {sketch.name} is not "
-            "an integer sketch with a finite L1 sensitivity per example"
+            f"CentralDP cannot release the {sketch.name}: it needs a finite L1 sensitivity "
+            "per example"
         )
+    _require_integer(sketch, sens, "CentralDP")
     # Coordinate i gets scale w_i·L1/ε: Σ|Δ_i|/(w_i·L1/ε) ≤ ε over any neighbour (geometric
     # mechanism, Ghosh et al. 2009), with Σ|Δ_i|/w_i ≤ L1 by the sketch's declaration.
     w = 1.0 if sens.l1_weights is None else sens.l1_weights
@@ -358,7 +361,8 @@ def _central(model: CentralDP, sketch: SensitiveSketch, n: int, layout: Layout) 
             model.epsilon,
             0.0,
             "example",
-            f"{noise.description}, who sees the exact sums; {sens.derivation}",
+            f"{noise.description}, who sees the exact sums; {sens.derivation}; "
+            + _CENTRAL_SAMPLING,
             model.neighbouring,
             _public(
                 sketch,
@@ -401,6 +405,7 @@ def _distributed(
     else:
         m = min(check_int_at_least(min_received, 1, name="min_received"), n)
         threshold = m
+    _require_integer(sketch, sens, "distributed DP")
     if not sens.uniform:
         raise ValueError(
             f"the {sketch.name} asks for different noise scales on different coordinates; "
@@ -409,8 +414,6 @@ def _distributed(
     noise: AdditiveNoise
     entries: tuple[LedgerEntry, ...]
     if model.noise == "skellam":
-        if not sens.integer:
-            raise ValueError(f"Skellam noise needs integer sums; the {sketch.name} is real-valued")
         assert model.delta is not None
         calibrated = SkellamShares.calibrate(model.epsilon, model.delta, sens.l1, sens.l2, 1)
         noise = SkellamShareNoise(
@@ -432,14 +435,11 @@ def _distributed(
             ),
         )
     else:
-        if sens.integer:
-            noise = PolyaShareNoise(
-                PolyaShares.for_dropouts(model.epsilon, n, threshold, _as_int(sens.l1, sketch))
-            )
-        else:
-            noise = LaplaceShareNoise(LaplaceShares(sens.l1 / model.epsilon, n, m))
+        noise = PolyaShareNoise(
+            PolyaShares.for_dropouts(model.epsilon, n, threshold, _as_int(sens.l1, sketch))
+        )
         entries = _part_entries(sketch, sens, model.epsilon, 0.0, model.unit, layout, "polya")
-    statement = f"{noise.description}; {sens.derivation}{why}"
+    statement = f"{noise.description}; {sens.derivation}{why}; {_SHARE_SAMPLING}"
     return Mechanism(
         model=model,
         norm="l2" if model.noise == "skellam" else "l1",
@@ -588,21 +588,27 @@ def _label(model: LabelDP, sketch: SensitiveSketch, n: int) -> Mechanism:
     sens = sketch.sensitivity(
         unit="label", neighbouring="replace", examples_per_unit=1, layout="whole"
     )
+    _require_integer(sketch, sens, "LabelDP")
     noise: CentralNoise
     if model.noise == "laplace":
         w = 1.0 if sens.l1_weights is None else sens.l1_weights
-        noise = CentralNoise("laplace", w * sens.l1 / model.epsilon, by="each label party")
+        noise = CentralNoise("discrete_laplace", w * sens.l1 / model.epsilon, by="each label party")
+        assumes = "discrete Laplace on integers (Ghosh et al. 2009): ε-DP"
     else:
         assert model.delta is not None
-        unit_sigma = Gaussian.calibrate(model.epsilon, model.delta).noise_multiplier
+        unit_sigma = DiscreteGaussian.calibrate(model.epsilon, model.delta).sigma
         w = 1.0 if sens.l2_weights is None else sens.l2_weights
-        noise = CentralNoise("gaussian", w * sens.l2 * unit_sigma, by="each label party")
+        noise = CentralNoise("discrete_gaussian", w * sens.l2 * unit_sigma, by="each label party")
+        assumes = (
+            "discrete Gaussian on integers: ρ-zCDP with ρ = 1/(2σ²) at unit L2 sensitivity, "
+            "converted to (ε, δ) (Canonne, Kamath & Steinke 2020, Cor. 13)"
+        )
     statement = (
         f"{noise.description} on its own statistics; {sens.derivation}; label parties hold "
-        "disjoint examples (parallel composition)"
+        f"disjoint examples (parallel composition); {assumes}; {_CENTRAL_SAMPLING}"
     )
     entries: tuple[LedgerEntry, ...] = (
-        _part_entries(sketch, sens, model.epsilon, 0.0, "label", "whole", "laplace")
+        _part_entries(sketch, sens, model.epsilon, 0.0, "label", "whole", "discrete_laplace")
         if model.noise == "laplace"
         else (
             LedgerEntry(
@@ -610,7 +616,7 @@ def _label(model: LabelDP, sketch: SensitiveSketch, n: int) -> Mechanism:
                 model.epsilon,
                 model.delta_or_zero,
                 "label",
-                {"noise": "gaussian", "l2_sensitivity": sens.l2},
+                {"noise": "discrete_gaussian", "l2_sensitivity": sens.l2},
             ),
         )
     )
@@ -647,13 +653,18 @@ def _user_level(
         raise ValueError(
             f"the {sketch.name} has no finite L2 sensitivity per client (is its clipping norm set?)"
         )
+    _require_integer(sketch, sens, "UserLevelDP")
     z, eps = _calibrated_multiplier(model.epsilon, model.delta, rounds, sampling_rate)
     w = 1.0 if sens.l2_weights is None else sens.l2_weights
-    noise = CentralNoise("gaussian", w * sens.l2 * z, by="the aggregator, every round")
+    noise = CentralNoise("discrete_gaussian", w * sens.l2 * z, by="the aggregator, every round")
     statement = (
-        f"{rounds} round(s) of Poisson-subsampled (rate {sampling_rate:.3g}) Gaussian releases of "
-        f"the {sketch.name}, noise multiplier {z:.4g}; {sens.derivation}; RDP accounting "
-        "(dp-accounting)"
+        f"{rounds} round(s) of Poisson-subsampled (rate {sampling_rate:.3g}) discrete Gaussian "
+        f"releases of the {sketch.name}, noise multiplier {z:.4g}; {sens.derivation}; RDP "
+        "accounting of the Poisson-subsampled Gaussian mechanism (dp-accounting). Assumes the "
+        "discrete Gaussian on integer sums is at least as private as the continuous one of the "
+        "same σ under subsampling: its Rényi divergences for integer shifts are at most the "
+        "continuous ones (Canonne, Kamath & Steinke 2020), the subsampled bound is taken to "
+        "carry over; " + _CENTRAL_SAMPLING
     )
     return Mechanism(
         model=model,
@@ -666,7 +677,7 @@ def _user_level(
             "client",
             statement,
             "add_remove",
-            _public(sketch, "the number of clients, the sampling rate and the number of rounds"),
+            _public(sketch, "the sampling rate and the number of rounds"),
         ),
         ledger_entries=(
             LedgerEntry(
@@ -682,7 +693,9 @@ def _user_level(
                 },
             ),
         ),
-        description=f"Gaussian noise, multiplier {z:.4g} × L2 sensitivity, added every round",
+        description=(
+            f"discrete Gaussian noise, multiplier {z:.4g} × L2 sensitivity, added every round"
+        ),
         sensitivity=sens,
         noise=noise,
         n_contributors=n,
@@ -734,6 +747,27 @@ def _part_entries(
         )
         for p in sens.parts
     )
+
+
+_SHARE_SAMPLING = (
+    "assumes the secure sum reveals only the total of at least the threshold number of "
+    "shares; shares are integers drawn with numpy's negative-binomial/Poisson samplers "
+    "(distribution exact up to double-precision rounding)"
+)
+_CENTRAL_SAMPLING = (
+    "integer noise on integer sums, drawn with double-precision geometric/rejection "
+    "samplers, or exactly in secure mode (fedeval.randomness.SecureGenerator)"
+)
+
+
+def _require_integer(sketch: SensitiveSketch, sens: Sensitivity, model: str) -> None:
+    """Noise is only ever added to integers (fixed point for real values; Mironov 2012)."""
+    if not sens.integer:
+        raise TypeError(
+            f"{model} cannot release the {sketch.name}: it is real-valued, and noise on "
+            "floating-point numbers leaks through their low-order bits; send it in fixed point "
+            "(fedeval.sketches.fixed_point)"
+        )
 
 
 def _public(sketch: SensitiveSketch, *more: str) -> tuple[str, ...]:

@@ -113,6 +113,9 @@ class DistributedDP:
         setting). "client": neighbours differ in one client's whole data; every
         client's contribution is bounded to ``contribution_bound`` examples
         (excess examples are subsampled) and sensitivity scales by that bound.
+        In both, the participating clients themselves are public (the secure
+        sum's participants are seen by the server): a client whose data is
+        removed still takes part, with no examples.
     contribution_bound : int, optional
         Maximum examples B a client may contribute; required for
         ``unit="client"``. A client holding more is subsampled to B uniformly at

@@ -1,7 +1,7 @@
 """Who adds a release's additive noise, and how it is drawn on each path.
 
-A release's noise can be split into per-client shares (distributed DP: Pólya,
-Skellam or Laplace shares), or added once by one party: the aggregator (a
+A release's noise can be split into per-client shares (distributed DP: Pólya
+or Skellam shares), or added once by one party: the aggregator (a
 trusted curator, or the server of DP-FedAvg) or, for label DP, each label party
 on its own statistics. Every :class:`AdditiveNoise` answers the same four
 questions, so the aggregation paths never look at the privacy model:
@@ -11,6 +11,11 @@ questions, so the aggregation paths never look at the privacy model:
 * ``total(size, rng, n_received)``: the sum of ``n_received`` shares plus the
   aggregator's noise, drawn directly (fast path, exact in distribution);
 * ``variance(n_received)``: the per-coordinate variance of that total.
+
+All noise is integer-valued and added to integer sums (real-valued summaries
+are sent in fixed point, :mod:`fedeval.sketches.fixed_point`): continuous noise
+on floating-point numbers leaks through the low-order bits (Mironov 2012), so
+none is offered.
 """
 
 from __future__ import annotations
@@ -24,13 +29,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from fedeval.privacy.mechanisms.gaussian import sample_gaussian
-from fedeval.privacy.mechanisms.laplace import (
-    LaplaceShares,
-    discrete_laplace_variance,
-    sample_discrete_laplace,
-    sample_laplace,
+from fedeval.privacy.mechanisms.discrete_gaussian import (
+    discrete_gaussian_variance,
+    sample_discrete_gaussian,
 )
+from fedeval.privacy.mechanisms.laplace import discrete_laplace_variance, sample_discrete_laplace
 from fedeval.privacy.mechanisms.polya import PolyaShares, polya_difference_epsilon
 from fedeval.privacy.mechanisms.skellam import SkellamShares
 
@@ -38,14 +41,13 @@ __all__ = [
     "AdditiveNoise",
     "CentralNoise",
     "CentralNoiseKind",
-    "LaplaceShareNoise",
     "PolyaShareNoise",
     "SkellamShareNoise",
     "restrict",
     "shares_needed",
 ]
 
-CentralNoiseKind = Literal["discrete_laplace", "laplace", "gaussian"]
+CentralNoiseKind = Literal["discrete_laplace", "discrete_gaussian"]
 
 
 class AdditiveNoise(ABC):
@@ -90,10 +92,14 @@ class PolyaShareNoise(AdditiveNoise):
 
     @property
     def description(self) -> str:
+        # No count in the text: how many parties there are is not always public (one
+        # example per client under add/remove), and the noise does not depend on it.
         s = self.shares
+        frac = s.min_received / s.n_shares if s.min_received is not None else 1.0
+        which = "all of them" if frac >= 1 else f"any fraction {frac:.4g} of them"
         return (
-            f"Pólya(1/{s.min_received}, α={s.alpha:.6g}) difference shares from {s.n_shares} "
-            f"parties, any {s.min_received} of which sum to discrete Laplace noise"
+            f"Pólya difference shares (α={s.alpha:.6g}), one per party, calibrated so that "
+            f"{which} sum to at least discrete Laplace noise"
         )
 
     def share(self, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
@@ -137,10 +143,7 @@ class SkellamShareNoise(AdditiveNoise):
     @property
     def description(self) -> str:
         s = self.shares
-        return (
-            f"Skellam shares from {s.n_shares} parties summing to Poisson(μ) − Poisson(μ), "
-            f"μ = {s.mu:.6g}"
-        )
+        return f"Skellam shares, one per party, summing to Poisson(μ) − Poisson(μ), μ = {s.mu:.6g}"
 
     def share(self, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
         return self.shares.sample_share(size, rng)
@@ -158,41 +161,16 @@ class SkellamShareNoise(AdditiveNoise):
 
 
 @dataclass(frozen=True)
-class LaplaceShareNoise(AdditiveNoise):
-    """Continuous Laplace shares (Gamma differences) for real-valued distributed sums."""
-
-    shares: LaplaceShares
-    integer = False
-
-    @property
-    def description(self) -> str:
-        s = self.shares
-        return (
-            f"continuous Laplace shares (Gamma(1/{s.min_received}) differences) from "
-            f"{s.n_shares} parties, any {s.min_received} of which sum to Laplace noise of scale "
-            f"{s.scale:.6g} (floating point: see Mironov 2012)"
-        )
-
-    def share(self, size: int, rng: np.random.Generator) -> NDArray[np.float64]:
-        return self.shares.sample_share(size, rng)
-
-    def total(self, size: int, rng: np.random.Generator, n_received: int) -> NDArray[np.float64]:
-        return self.shares.sample_sum(size, rng, n_received=n_received)
-
-    def variance(self, n_received: int) -> float:
-        return self.shares.share_variance * n_received
-
-
-@dataclass(frozen=True)
 class CentralNoise(AdditiveNoise):
     """Noise that one party adds: the aggregator, or each label party on its own statistics.
 
     Attributes
     ----------
-    kind : {"discrete_laplace", "laplace", "gaussian"}
+    kind : {"discrete_laplace", "discrete_gaussian"}
     scale : float or ndarray
-        Per coordinate: the discrete Laplace scale t (α = e^(-1/t)), the
-        Laplace scale b, or the Gaussian σ.
+        Per coordinate, in encoded (integer) units: the discrete Laplace scale t
+        (α = e^(-1/t)) or the discrete Gaussian σ. A scale of 0 adds nothing
+        (a coordinate no unit can change).
     by : str
         Who adds it, in words (for the receipt).
     """
@@ -203,39 +181,38 @@ class CentralNoise(AdditiveNoise):
     shared = False
 
     @property
-    def integer(self) -> bool:  # type: ignore[override]
-        return self.kind == "discrete_laplace"
-
-    @property
     def description(self) -> str:
         s = np.asarray(self.scale, dtype=np.float64)
         what = {
             "discrete_laplace": "discrete Laplace noise of scale",
-            "laplace": "Laplace noise of scale",
-            "gaussian": "Gaussian noise of standard deviation",
+            "discrete_gaussian": "discrete Gaussian noise of σ",
         }[self.kind]
         value = f"{float(s):.6g}" if s.ndim == 0 else f"{float(s.min()):.4g}..{float(s.max()):.4g}"
-        return f"{what} {value} added by {self.by}"
+        return f"{what} {value} (integer units) added by {self.by}"
 
     def server(self, size: int, rng: np.random.Generator) -> NDArray[Any]:
+        scale = np.broadcast_to(np.asarray(self.scale, dtype=np.float64), (size,))
+        out = np.zeros(size, dtype=np.int64)
+        live = scale > 0
         if self.kind == "discrete_laplace":
-            return sample_discrete_laplace(self.scale, size, rng)
-        if self.kind == "laplace":
-            return sample_laplace(self.scale, size, rng)
-        return sample_gaussian(self.scale, size, rng)
+            out[live] = sample_discrete_laplace(scale[live], int(live.sum()), rng)
+        else:
+            out[live] = sample_discrete_gaussian(scale[live], rng)
+        return out
 
     def total(self, size: int, rng: np.random.Generator, n_received: int) -> NDArray[Any]:
         return self.server(size, rng)
 
     def variance(self, n_received: int) -> NDArray[np.float64] | float:
         s = np.asarray(self.scale, dtype=np.float64)
+        flat = np.atleast_1d(s)
+        v = np.zeros(flat.shape)
+        live = flat > 0
         if self.kind == "discrete_laplace":
-            v = discrete_laplace_variance(s)
-        elif self.kind == "laplace":
-            v = 2.0 * s**2
+            v[live] = discrete_laplace_variance(flat[live])
         else:
-            v = s**2
-        return float(v) if v.ndim == 0 else v
+            v[live] = discrete_gaussian_variance(flat[live])
+        return float(v[0]) if s.ndim == 0 else v
 
 
 def shares_needed(fraction: float, n_clients: int) -> int:

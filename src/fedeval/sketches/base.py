@@ -43,7 +43,10 @@ class Sketch(ABC):
     linear : bool
         encode(A ∪ B) = encode(A) + encode(B) for any split of examples.
     integer : bool
-        Encoded values are integers.
+        Encoded values are integers. Every sketch that can be released with
+        noise is integer: real-valued quantities are sent in fixed point
+        (:mod:`fedeval.sketches.fixed_point`) and ``resolution`` says what one
+        unit is worth.
     one_hot : bool
         Every example adds 1 to exactly one coordinate of each part, so it can
         send one local-DP report per part (``items``).
@@ -71,6 +74,16 @@ class Sketch(ABC):
     @property
     def public_inputs(self) -> tuple[str, ...]:
         return ()
+
+    @property
+    def resolution(self) -> float | NDArray[np.float64]:
+        """Value of one encoded unit, per coordinate (1 for counts; γ for fixed point).
+
+        The release function multiplies the summed integers by it (and their
+        variance by its square), so a :class:`~fedeval.aggregation.Release` and
+        every decoder work in the sketch's natural units.
+        """
+        return 1.0
 
     # -------------------------------------------------------------- geometry
     @property

@@ -14,6 +14,12 @@ where the data is does). Then one client's 2c histograms, scaled by 1/C+ and
 with noise weights C+ and C− (Lemma B.7's 2c-fold count). Clipping makes the
 encoding non-linear, so clients are encoded one by one (vectorised).
 
+Clipped histograms are real-valued, so each client sends them in fixed point
+(:mod:`~fedeval.sketches.fixed_point`): every entry rounded to a multiple of
+γ = 2^-20 counts after clipping. Rounding moves an entry by at most γ/2, so a
+clipped histogram of at most n_bins non-zero entries has L2 norm at most
+C + γ√n_bins/2 once rounded: the declared sensitivity includes it.
+
 References
 ----------
 .. [1] Private federated multiclass post-hoc calibration, Algorithm 1,
@@ -32,6 +38,7 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 from fedeval.sketches.base import Sketch
+from fedeval.sketches.fixed_point import DEFAULT_BITS, rounding_note, to_units
 from fedeval.sketches.grid import UniformGrid
 
 if TYPE_CHECKING:
@@ -39,6 +46,8 @@ if TYPE_CHECKING:
     from fedeval.data import Federation
 
 __all__ = ["OneVsRestSketch", "one_vs_rest_histograms"]
+
+_STEP = 2.0**-DEFAULT_BITS
 
 
 def one_vs_rest_histograms(
@@ -90,8 +99,9 @@ class OneVsRestSketch(Sketch):
         return self.clip is None
 
     @property
-    def integer(self) -> bool:  # type: ignore[override]
-        return self.clip is None
+    def resolution(self) -> float:
+        """1 (counts) without clipping; γ = 2^-20 counts for clipped histograms (fixed point)."""
+        return 1.0 if self.clip is None else _STEP
 
     @property
     def grid(self) -> UniformGrid:
@@ -134,26 +144,29 @@ class OneVsRestSketch(Sketch):
                 derivation="no clipping: a client's histograms are unbounded (exact sums only)",
             )
         c_pos, c_neg = self.clip
-        weights = np.concatenate([np.full(size, c_pos), np.full(size, c_neg)])
+        # Noise weights in units of γ: C±/γ. Rounding adds at most γ√n_bins/2 to a
+        # histogram's norm, i.e. a factor (1 + γ√n_bins/(2C)) on its scaled norm.
+        root_bins = math.sqrt(self.n_bins)
+        grow = max(1.0 + _STEP * root_bins / (2 * c_pos), 1.0 + _STEP * root_bins / (2 * c_neg))
+        weights = np.concatenate([np.full(size, c_pos), np.full(size, c_neg)]) / _STEP
         # L1 (informational, in noise units): a histogram of n_bins entries with
         # L2 norm ≤ C has L1 norm ≤ √n_bins · C (Cauchy–Schwarz).
-        root_bins = math.sqrt(self.n_bins)
         return Sensitivity(
             "client",
             "add_remove",
-            2 * c * root_bins,
-            math.sqrt(2 * c),
+            2 * c * root_bins * grow,
+            math.sqrt(2 * c) * grow,
             (
                 Part("positive histograms", size, 0.5, c * root_bins * c_pos, math.sqrt(c) * c_pos),
                 Part("negative histograms", size, 0.5, c * root_bins * c_neg, math.sqrt(c) * c_neg),
             ),
-            integer=False,
             l1_weights=weights,
             l2_weights=weights,
             derivation=(
                 f"each client clips each of its {c} positive histograms to L2 norm C+ = {c_pos:g} "
                 f"and each negative one to C− = {c_neg:g}; scaled by 1/C± its {2 * c} histograms "
-                f"have L2 norm ≤ √(2c) = {math.sqrt(2 * c):.4g}"
+                f"have L2 norm ≤ √(2c) = {math.sqrt(2 * c):.4g}, times {grow:.9g} for the "
+                "rounding; " + rounding_note(_STEP, "each clipped entry")
             ),
         )
 
@@ -165,13 +178,14 @@ class OneVsRestSketch(Sketch):
         scores: NDArray[np.float64],
         labels: NDArray[np.int64],
         clients: NDArray[np.int64],
-    ) -> NDArray[np.float64]:
+    ) -> NDArray[np.int64]:
         """One client's vector (``scores`` are its class probabilities, shape (n, c))."""
         pos, neg = one_vs_rest_histograms(self._probs(scores), labels, self.grid)
-        if self.clip is not None:
-            pos = _clip_rows(pos, self.clip[0])
-            neg = _clip_rows(neg, self.clip[1])
-        return np.concatenate([pos.ravel(), neg.ravel()])
+        if self.clip is None:
+            return np.rint(np.concatenate([pos.ravel(), neg.ravel()])).astype(np.int64)
+        pos = _clip_rows(pos, self.clip[0])
+        neg = _clip_rows(neg, self.clip[1])
+        return to_units(np.concatenate([pos.ravel(), neg.ravel()]), _STEP)
 
     def encode_clients(self, fed: Federation, clients: NDArray[np.intp] | None = None) -> Any:
         """Σ of the clients' (clipped) vectors, from sparse per-(client, class) norms."""
@@ -180,11 +194,41 @@ class OneVsRestSketch(Sketch):
         labels = fed.labels[rows]
         if self.clip is None:
             pos, neg = one_vs_rest_histograms(probs, labels, self.grid)
-            return np.concatenate([pos.ravel(), neg.ravel()])
-        client = fed.client_index[rows]
-        f_pos, f_neg = self._clip_factors(probs, labels, client, fed.n_clients)
-        pos, neg = one_vs_rest_histograms(probs, labels, self.grid, f_pos[client], f_neg[client])
-        return np.concatenate([pos.ravel(), neg.ravel()])
+            return np.rint(np.concatenate([pos.ravel(), neg.ravel()])).astype(np.int64)
+        return self._clipped_units(probs, labels, fed.client_index[rows], fed.n_clients)
+
+    def _clipped_units(
+        self,
+        probs: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        client: NDArray[np.int64],
+        n_clients: int,
+    ) -> NDArray[np.int64]:
+        """Σ over clients of their clipped histograms, each entry rounded per client.
+
+        Sparse: one (client, class, bin, sign) cell per distinct key, its count
+        times the client's clipping factor rounded to units, summed into the
+        2·c·n_bins coordinates.
+        """
+        assert self.clip is not None
+        c, n_bins = self.n_classes, self.n_bins
+        f_pos, f_neg = self._clip_factors(probs, labels, client, n_clients)
+        size = c * n_bins
+        key = (client[:, None] * c + np.arange(c)[None, :]) * n_bins + self.grid.bin_index(
+            probs.ravel()
+        ).reshape(probs.shape)
+        positive = labels[:, None] == np.arange(c)[None, :]
+        out = np.zeros(2 * size, dtype=np.int64)
+        for offset, mask, factors in ((0, positive, f_pos), (size, ~positive, f_neg)):
+            uniq, counts = np.unique(key[mask], return_counts=True)
+            cell = uniq % size  # class * n_bins + bin
+            owner = uniq // size  # the client
+            group = cell // n_bins  # the class
+            units = to_units(counts * factors[owner, group], _STEP)
+            out[offset : offset + size] += np.bincount(cell, weights=units, minlength=size).astype(
+                np.int64
+            )
+        return out
 
     def _clip_factors(
         self,

@@ -15,6 +15,15 @@ at most 1" and spend 8ε′ on them; this sketch declares their bound, 4 for eac
 kind, so that Algorithm 2's Lap(1/ε′) per sum is reproduced exactly (and is
 conservative by a factor 2).
 
+The expected counts are real numbers; they are sent in fixed point
+(:mod:`~fedeval.sketches.fixed_point`): every example contributes
+u = round(p/γ) units to its group's positive cell and 1/γ − u to its negative
+cell (γ = 2^-20), so its two cells still add up to exactly one example, one
+example still moves the cells by at most 1 each (in units of γ: 1/γ), and the
+noise is discrete Laplace on integers instead of continuous Laplace on floats
+(which an adversary could attack through the low-order bits, Mironov 2012).
+The rounding bias is at most γ/2 per example.
+
 References
 ----------
 .. [1] J. Barczewski, A. Mawass and J. Ramon, "Differentially private empirical
@@ -33,6 +42,7 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 from fedeval.sketches.base import Sketch
+from fedeval.sketches.fixed_point import DEFAULT_BITS, rounding_note, to_units
 from fedeval.sketches.grid import bin_of_edges
 
 if TYPE_CHECKING:
@@ -41,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["GroupSumsSketch"]
 
 _PAPER_L1 = 4.0
+_STEP = 2.0**-DEFAULT_BITS
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,15 +63,28 @@ class GroupSumsSketch(Sketch):
     edges : ndarray, shape (Q + 1,)
         Group edges 0 = t_0 ≤ ... ≤ t_Q = 1.
     kind : {"observed", "expected"}
+    fixed_point : bool, default True
+        Send the expected counts in units of γ = 2^-20 (needed for noise);
+        exact sums (secure aggregation) use floats.
     """
 
     edges: NDArray[np.float64]
     kind: Literal["observed", "expected"] = "observed"
+    fixed_point: bool = True
     name = "Hosmer-Lemeshow group sums"
 
     @property
     def integer(self) -> bool:  # type: ignore[override]
-        return self.kind == "observed"
+        return self.kind == "observed" or self.fixed_point
+
+    def exact_variant(self) -> GroupSumsSketch:
+        """Exact sums need no fixed point: expected counts are sent as floats."""
+        return GroupSumsSketch(self.edges, self.kind, fixed_point=False)
+
+    @property
+    def resolution(self) -> float:
+        """1 for the observed counts; γ = 2^-20 for the expected counts (fixed point)."""
+        return _STEP if self.kind == "expected" and self.fixed_point else 1.0
 
     @property
     def n_groups(self) -> int:
@@ -68,7 +92,7 @@ class GroupSumsSketch(Sketch):
 
     @property
     def public_inputs(self) -> tuple[str, ...]:
-        return ("the number of groups",)
+        return ("the number of groups", "the group edges")
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -85,7 +109,15 @@ class GroupSumsSketch(Sketch):
         if unit not in ("example", "client"):
             raise ValueError(f"the group sums protect examples or clients, not {unit!r}")
         b = int(examples_per_unit)
-        l1 = _PAPER_L1 * b
+        # In units of γ: one example moves a cell by at most 1/γ units (its two
+        # rounded contributions u and 1/γ − u lie in [0, 1/γ]).
+        l1 = _PAPER_L1 * b / self.resolution
+        derivation = (
+            f"one example changes at most 4 of the {2 * self.n_groups} {self.kind} sums by at "
+            "most 1 (Barczewski et al. 2025, Theorem 2's bound)"
+        )
+        if self.kind == "expected":
+            derivation += "; " + rounding_note(_STEP, "each probability")
         return Sensitivity(
             unit,
             neighbouring,
@@ -94,10 +126,7 @@ class GroupSumsSketch(Sketch):
             (Part(f"{self.kind} counts", 2 * self.n_groups, 1.0, l1),),
             integer=self.integer,
             examples_per_unit=b,
-            derivation=(
-                f"one example changes at most 4 of the {2 * self.n_groups} {self.kind} sums by at "
-                "most 1 (Barczewski et al. 2025, Theorem 2's bound)"
-            ),
+            derivation=derivation,
         )
 
     def encode(
@@ -105,18 +134,25 @@ class GroupSumsSketch(Sketch):
         scores: NDArray[np.float64],
         labels: NDArray[np.int64],
         clients: NDArray[np.int64],
-    ) -> NDArray[np.float64] | NDArray[np.int64]:
+    ) -> NDArray[np.int64] | NDArray[np.float64]:
         q = self.n_groups
         group = bin_of_edges(self.edges, scores)
-        y = np.asarray(labels, dtype=np.float64)
+        if self.kind == "expected" and not self.fixed_point:
+            exact = [
+                np.bincount(group, 1.0 - scores, minlength=q),
+                np.bincount(group, scores, minlength=q),
+            ]
+            return np.stack(exact, axis=1).ravel()
         if self.kind == "observed":
-            cols = [np.bincount(group, 1.0 - y, minlength=q), np.bincount(group, y, minlength=q)]
-            return np.rint(np.stack(cols, axis=1)).astype(np.int64).ravel()
-        cols = [
-            np.bincount(group, 1.0 - scores, minlength=q),
-            np.bincount(group, scores, minlength=q),
-        ]
-        return np.stack(cols, axis=1).ravel()
+            pos = np.asarray(labels, dtype=np.int64)
+            neg = 1 - pos
+        else:
+            # Fixed point, per example: u = round(p/γ) positive units, 1/γ − u negative.
+            pos = to_units(scores, _STEP)
+            neg = round(1.0 / _STEP) - pos
+        cols = [np.bincount(group, neg, minlength=q), np.bincount(group, pos, minlength=q)]
+        # Weighted bincount sums in float64: exact for integers below 2^53.
+        return np.rint(np.stack(cols, axis=1)).astype(np.int64).ravel()
 
     def decode(self, release: Release) -> NDArray[np.float64]:
         """The (Q, 2) table: column 0 negatives, column 1 positives."""

@@ -25,6 +25,16 @@ and adaptive allocations do the same with β_k on the count and ‖v'_k‖∞ in
 place of Δ_k; :meth:`RankSumSketch.betas_used` reads back which split a
 release's noise used.
 
+The sums are sent in fixed point (:mod:`~fedeval.sketches.fixed_point`): every
+positive example contributes round(coefficient/γ) units, γ the power of two
+at or below M·2^-20 (M the largest rank, public), so a contribution is at most
+2^20 units and sums stay exact in float64; γ ≤ ½ (exact for the half-integer
+average ranks) while M < 2^19. Otherwise, and for the centred coefficients
+r_i − r̄_k, values are rounded, bias at most γ/2 per example. The noise is then
+discrete and no float carries the true value's low-order bits. A sum's bound, in units, gains ½
+where values are rounded: rounding can move a contribution by half a unit
+(:attr:`RankSumSketch.sum_bound`).
+
 References
 ----------
 .. [1] J. Sun et al., "Differentially private AUC computation in vertical
@@ -33,7 +43,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,6 +54,7 @@ from scipy import sparse
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 from fedeval.sketches.base import Sketch
+from fedeval.sketches.fixed_point import power_of_two_step, rounding_note, to_units
 
 if TYPE_CHECKING:
     from fedeval.aggregation.release import Release
@@ -148,9 +159,9 @@ class RankSumSketch(Sketch):
     alpha: float = 0.5
     beta: float = 0.5
     rank_sensitivity: RankSensitivity = "local"
+    fixed_point: bool = True
     stats: PartyRanks = field(init=False, repr=False)
     name = "vertical rank sums"
-    integer = False
     label_linear = True
     per_party = True
 
@@ -196,6 +207,28 @@ class RankSumSketch(Sketch):
     def public_inputs(self) -> tuple[str, ...]:
         return ("the ranks of the scores", "the label parties' membership")
 
+    @cached_property
+    def step(self) -> float:
+        """γ of the rank sums: the power of two at or below M·2^-20 (M the largest rank)."""
+        top = float(np.max(self.ranks)) if self.ranks.size else 1.0
+        return power_of_two_step(max(top, 1.0))
+
+    @property
+    def integer(self) -> bool:  # type: ignore[override]
+        return self.fixed_point
+
+    @property
+    def resolution(self) -> NDArray[np.float64] | float:
+        """1 for the positive counts, γ for the (centred) rank sums (fixed point)."""
+        if not self.fixed_point:
+            return 1.0
+        k = self.n_clients
+        return np.concatenate([np.ones(k), np.full(k, self.step)])
+
+    def exact_variant(self) -> RankSumSketch:
+        """Exact sums need no fixed point: the (centred) sums are sent as floats."""
+        return replace(self, fixed_point=False)
+
     @property
     def parts(self) -> tuple[Part, ...]:
         """Counts, then sums; one part when the split differs from party to party.
@@ -225,27 +258,49 @@ class RankSumSketch(Sketch):
         """Noise weights of Gaussian noise (split of 1/σ²); computed once per sketch."""
         return self._weights(l2=True)
 
-    def _weights(self, l2: bool) -> NDArray[np.float64]:
-        """Per-coordinate noise weights at unit sensitivity (see the module docstring)."""
-        root = np.sqrt if l2 else (lambda x: x)
+    @cached_property
+    def sum_bound(self) -> NDArray[np.float64]:
+        """What one label moves each party's (centred) sum by, in value units, as sent.
+
+        Δ_k (its largest rank, or M − 1 for "global") or ‖v'_k‖∞, plus γ/2 when
+        the coefficients are rounded to the fixed-point grid (the centred ones,
+        or ranks that are not multiples of γ); exact half-integer ranks need no
+        allowance.
+        """
         if self.allocation == "fixed":
-            delta = (
+            bound = (
                 self.max_rank
                 if self.rank_sensitivity == "local"
                 else np.full(self.n_clients, self.ranks.size - 1.0)
             )
+        else:
+            bound = self.spread
+        if not self.fixed_point:
+            return np.asarray(bound, dtype=np.float64)
+        units = self.ranks / self.step
+        on_grid = not self.centred and bool(np.all(units == np.rint(units)))
+        allowance = 0.0 if on_grid else self.step / 2
+        return np.where(bound > 0, bound + allowance, 0.0)
+
+    def _weights(self, l2: bool) -> NDArray[np.float64]:
+        """Per-coordinate noise weights at unit sensitivity, in encoded units.
+
+        The sums' weights are :attr:`sum_bound` / γ (module docstring).
+        """
+        root = np.sqrt if l2 else (lambda x: x)
+        step = self.step if self.fixed_point else 1.0
+        if self.allocation == "fixed":
             w_pos = np.full(self.n_clients, 1.0 / root(1.0 - self.alpha))
-            w_sum = delta / root(self.alpha)
+            w_sum = self.sum_bound / step / root(self.alpha)
         else:
             beta = (
                 np.full(self.n_clients, self.beta)
                 if self.allocation == "orthogonal"
                 else adaptive_beta(self.mean_rank, self.spread, l2=l2)
             )
-            rest = 1.0 - beta
             w_pos = 1.0 / root(beta)
             with np.errstate(divide="ignore", invalid="ignore"):
-                w_sum = np.where(self.spread > 0, self.spread / root(rest), 0.0)
+                w_sum = np.where(self.spread > 0, self.sum_bound / step / root(1.0 - beta), 0.0)
         weights = np.concatenate([w_pos, w_sum]).astype(np.float64)
         weights.flags.writeable = False  # cached and shared with every Sensitivity
         return weights
@@ -312,10 +367,13 @@ class RankSumSketch(Sketch):
             1.0,
             1.0,
             self.parts,
-            integer=False,
+            integer=self.integer,
             l1_weights=self.l1_weights,
             l2_weights=self.l2_weights,
-            derivation=what + "; parties hold disjoint examples",
+            derivation=(
+                f"{what}; parties hold disjoint examples; "
+                + rounding_note(self.step, "each rank coefficient")
+            ),
         )
 
     def encode(
@@ -323,20 +381,25 @@ class RankSumSketch(Sketch):
         scores: NDArray[np.float64],
         labels: NDArray[np.int64],
         clients: NDArray[np.int64],
-    ) -> NDArray[np.float64]:
+    ) -> NDArray[np.int64] | NDArray[np.float64]:
         """``scores`` are the examples' ranks; ``clients`` their parties; labels are 0/1.
 
         Only positives contribute (the vector is linear in the labels with
         nothing at 0), so the sums run over them alone: simulations repeat
-        this once per release.
+        this once per release. Sums are in units of γ (fixed point, per example).
         """
         k = self.n_clients
         positive = np.flatnonzero(labels)
         party = np.asarray(clients)[positive]
         ranks = np.asarray(scores, dtype=np.float64)[positive]
         coef = ranks - self.mean_rank[party] if self.centred else ranks
-        pos = np.bincount(party, minlength=k).astype(np.float64)
-        sums = np.bincount(party, weights=coef, minlength=k)
+        if not self.fixed_point:
+            pos_f = np.bincount(party, minlength=k).astype(np.float64)
+            return np.concatenate([pos_f, np.bincount(party, weights=coef, minlength=k)])
+        pos = np.bincount(party, minlength=k).astype(np.int64)
+        units = to_units(coef, self.step)
+        # Weighted bincount sums in float64: exact while |Σ units| < 2^53.
+        sums = np.rint(np.bincount(party, weights=units, minlength=k)).astype(np.int64)
         return np.concatenate([pos, sums])
 
     def label_gram(self, scores: NDArray[np.float64], clients: NDArray[np.int64]) -> Any:

@@ -7,6 +7,11 @@ Under user-level DP the client clips u_k to L2 norm C before sending
 the sensitivity this sketch declares. The local fit is whatever the caller
 passes (a scaling family's L-BFGS-B fit); the sketch only encodes and decodes.
 
+A clipped update is sent in fixed point (:mod:`~fedeval.sketches.fixed_point`):
+each coordinate rounded to a multiple of γ, the power of two at or below
+C·2^-20, so the noise is discrete. Rounding moves the update by at most
+γ√d/2 in L2 norm, which the declared sensitivity adds.
+
 References
 ----------
 .. [1] Private federated multiclass post-hoc calibration, Algorithm 2, §4.3,
@@ -26,6 +31,7 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 from fedeval.sketches.base import Sketch
+from fedeval.sketches.fixed_point import power_of_two_step, rounding_note, to_units
 
 if TYPE_CHECKING:
     from fedeval.aggregation.release import Release
@@ -66,8 +72,16 @@ class ScalerUpdateSketch(Sketch):
     clip: float | None = None
     name = "scaler updates"
     linear = False
-    integer = False
     clips_clients = True
+
+    @property
+    def integer(self) -> bool:  # type: ignore[override]
+        return self.clip is not None
+
+    @property
+    def resolution(self) -> float:
+        """γ (fixed point) for clipped updates; 1 for exact float updates."""
+        return 1.0 if self.clip is None else power_of_two_step(float(self.clip))
 
     @property
     def public_inputs(self) -> tuple[str, ...]:
@@ -104,16 +118,22 @@ class ScalerUpdateSketch(Sketch):
                 derivation="no clipping: a client's update is unbounded (exact sums only)",
             )
         c = float(self.clip)
-        # L1 (informational): an update of d parameters with L2 norm ≤ C has L1 norm ≤ √d · C.
-        l1 = math.sqrt(d) * c
+        step = self.resolution
+        # In units of γ: norm ≤ C/γ + √d/2 after rounding. L1 (informational): √d times that.
+        l2 = c / step + math.sqrt(d) / 2
+        l1 = math.sqrt(d) * l2
         return Sensitivity(
             "client",
             "add_remove",
             l1,
-            c,
-            (Part("parameter updates", d, 1.0, l1, c),),
-            integer=False,
-            derivation=f"each client clips its update of {d} parameters to L2 norm C = {c:g}",
+            l2,
+            (Part("parameter updates", d, 1.0, l1, l2),),
+            integer=True,
+            derivation=(
+                f"each client clips its update of {d} parameters to L2 norm C = {c:g}; "
+                + rounding_note(step, "each clipped coordinate")
+                + f", so the norm is at most C/γ + √d/2 = {l2:.6g} units"
+            ),
         )
 
     def encode(
@@ -121,14 +141,14 @@ class ScalerUpdateSketch(Sketch):
         scores: NDArray[np.float64],
         labels: NDArray[np.int64],
         clients: NDArray[np.int64],
-    ) -> NDArray[np.float64]:
-        """One client's update (``scores`` are its logits)."""
+    ) -> NDArray[np.float64] | NDArray[np.int64]:
+        """One client's update (``scores`` are its logits); clipped ones in units of γ."""
         u = self.fit(self.params, scores, labels) - self.params
-        return u if self.clip is None else clip_l2(u, self.clip)
+        return u if self.clip is None else to_units(clip_l2(u, self.clip), self.resolution)
 
     def encode_clients(self, fed: Federation, clients: NDArray[np.intp] | None = None) -> Any:
         ids = np.arange(fed.n_clients) if clients is None else clients
-        total = np.zeros(self.length)
+        total: NDArray[Any] = np.zeros(self.length, dtype=np.int64 if self.integer else np.float64)
         offsets = fed.offsets
         for k in ids:
             a, b = int(offsets[k]), int(offsets[k + 1])

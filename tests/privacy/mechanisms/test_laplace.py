@@ -1,4 +1,4 @@
-"""Discrete and continuous Laplace: pmf, moments, samplers, guarantees."""
+"""Discrete Laplace: pmf, moments, sampler, guarantee."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from fedeval.privacy import DiscreteLaplace, Laplace
+from fedeval.privacy import DiscreteLaplace
 
 
 def test_discrete_laplace_closed_forms() -> None:
@@ -58,23 +58,3 @@ def test_discrete_laplace_guarantee() -> None:
     g = DiscreteLaplace(0.7, 2).guarantee(unit="client")
     assert (g.epsilon, g.delta, g.unit) == (0.7, 0.0, "client")
     assert "L1 sensitivity" in g.statement
-
-
-def test_laplace_continuous() -> None:
-    lap = Laplace(2.0, l1_sensitivity=3.0)
-    assert lap.scale == pytest.approx(1.5)
-    assert lap.variance == pytest.approx(2 * 1.5**2)
-    g = lap.guarantee()
-    assert (g.epsilon, g.delta, g.unit) == (2.0, 0.0, "example")
-
-
-@pytest.mark.statistical
-def test_laplace_continuous_moments() -> None:
-    lap = Laplace(1.0, 2.0)
-    n = 200_000
-    x = lap.sample(n, rng=7)
-    assert x.dtype == np.float64
-    # Laplace(b): Var = 2b², μ4 = 24 b⁴.
-    b = lap.scale
-    assert abs(x.mean()) <= 5 * math.sqrt(lap.variance / n)
-    assert abs(x.var(ddof=1) - lap.variance) <= 5 * math.sqrt((24 * b**4 - 4 * b**4) / n)

@@ -10,8 +10,7 @@ drawn directly), its variance and its :class:`~fedeval.privacy.guarantee.Guarant
 from __future__ import annotations
 
 from fedeval.privacy.mechanisms.discrete_gaussian import DiscreteGaussian
-from fedeval.privacy.mechanisms.gaussian import Gaussian
-from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, Laplace
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
 from fedeval.privacy.mechanisms.polya import PolyaShares, polya_difference_epsilon
 from fedeval.privacy.mechanisms.randomized_response import RandomizedResponse
 from fedeval.privacy.mechanisms.skellam import SkellamShares, skellam_epsilon, skellam_rdp
@@ -20,8 +19,6 @@ from fedeval.privacy.mechanisms.unary_encoding import OptimalUnaryEncoding
 __all__ = [
     "DiscreteGaussian",
     "DiscreteLaplace",
-    "Gaussian",
-    "Laplace",
     "OptimalUnaryEncoding",
     "PolyaShares",
     "RandomizedResponse",

@@ -1,10 +1,13 @@
-"""Laplace noise: the discrete Laplace (two-sided geometric) and the continuous Laplace.
+"""Laplace noise, discrete: the two-sided geometric (discrete Laplace) distribution.
 
-The discrete Laplace is the noise every DistDP count in fedeval ends up with: the
-sum of the clients' Pólya shares (:mod:`fedeval.privacy.mechanisms.polya`) is exactly
-discrete-Laplace distributed. The continuous Laplace is kept for real-valued
-releases that the papers specify with Laplace noise (e.g. rank sums in Sun et al.
-2023, tree-structured ECDFs in Barczewski et al. 2025).
+The discrete Laplace is the noise every pure-ε release in fedeval ends up with:
+the sum of the clients' Pólya shares (:mod:`fedeval.privacy.mechanisms.polya`) is
+exactly discrete-Laplace distributed, and a trusted curator or a label party
+draws it directly. Where a paper specifies continuous Laplace noise on real
+values (rank sums in Sun et al. 2023, expected counts in Barczewski et al.
+2025), fedeval sends the values in fixed point and uses this distribution
+instead: continuous Laplace on floating-point numbers leaks through the
+low-order bits (Mironov 2012), so it is not offered.
 
 References
 ----------
@@ -27,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
+from fedeval.privacy.mechanisms import exact
 from fedeval.privacy.mechanisms.common import (
     Size,
     as_size,
@@ -34,17 +38,14 @@ from fedeval.privacy.mechanisms.common import (
     check_unit,
     two_sided_geometric,
 )
-from fedeval.randomness import RNGLike, as_generator
-from fedeval.validation import check_epsilon, check_int_at_least, check_positive
+from fedeval.randomness import RNGLike, SecureGenerator, as_generator
+from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = [
     "DiscreteLaplace",
-    "Laplace",
-    "LaplaceShares",
     "discrete_laplace_alpha",
     "discrete_laplace_variance",
     "sample_discrete_laplace",
-    "sample_laplace",
 ]
 
 
@@ -163,74 +164,6 @@ class DiscreteLaplace:
         )
 
 
-@dataclass(frozen=True)
-class Laplace:
-    """Continuous Laplace noise with scale b = Δ1/ε.
-
-    Parameters
-    ----------
-    epsilon : float
-        Privacy parameter ε > 0.
-    l1_sensitivity : float, default 1.0
-        L1 sensitivity Δ1 > 0 of the real-valued query.
-
-    Raises
-    ------
-    ValueError, TypeError
-        If ``epsilon`` or ``l1_sensitivity`` is not a finite number > 0.
-
-    Notes
-    -----
-    Privacy: the Laplace mechanism is ε-DP for queries with L1 sensitivity Δ1
-    (Dwork et al. 2006) *over the reals*. Textbook floating-point sampling
-    leaks through the low-order bits (Mironov 2012); for counts use
-    :class:`DiscreteLaplace`, which has no such issue. This class is meant for
-    simulation and for real-valued releases where the papers specify Laplace.
-
-    References
-    ----------
-    .. [1] Dwork, McSherry, Nissim & Smith (2006), Theorem 1 (Laplace mechanism).
-    .. [2] Mironov (2012), "On significance of the least significant bits for
-       differential privacy".
-    """
-
-    epsilon: float
-    l1_sensitivity: float = 1.0
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        object.__setattr__(
-            self, "l1_sensitivity", check_positive(self.l1_sensitivity, name="l1_sensitivity")
-        )
-
-    @property
-    def scale(self) -> float:
-        """b = Δ1/ε."""
-        return self.l1_sensitivity / self.epsilon
-
-    @property
-    def variance(self) -> float:
-        """Var = 2b²."""
-        return 2.0 * self.scale**2
-
-    def sample(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.float64]:
-        """Draw Laplace(0, b) noise of shape ``size`` (float64)."""
-        shape = as_size(size)
-        return as_generator(rng).laplace(0.0, self.scale, size=shape)
-
-    def guarantee(self, unit: PrivacyUnit = "example") -> Guarantee:
-        """Pure ε-DP for real-valued queries with L1 sensitivity Δ1 (see class Notes)."""
-        return Guarantee(
-            epsilon=self.epsilon,
-            delta=0.0,
-            unit=check_unit(unit),
-            statement=(
-                f"Laplace noise of scale b = Δ1/ε = {self.scale:.6g} added to a real-valued "
-                f"query with L1 sensitivity Δ1 = {self.l1_sensitivity:.6g}"
-            ),
-        )
-
-
 def discrete_laplace_alpha(scale: ArrayLike) -> NDArray[np.float64]:
     """α = exp(-1/t) of the discrete Laplace with scale t (t = Δ1/ε; any shape)."""
     return np.exp(-1.0 / np.asarray(scale, dtype=np.float64))
@@ -251,67 +184,13 @@ def sample_discrete_laplace(
     ``scale`` broadcasts against ``size``; this is the sampler a release uses
     when one party (a trusted curator, or a label party on its own statistics)
     adds all the noise, possibly with a different scale on every coordinate.
+    With a :class:`~fedeval.randomness.SecureGenerator` the draws use the exact
+    integer algorithm (:func:`fedeval.privacy.mechanisms.exact.discrete_laplace`).
     """
     shape = as_size(size)
+    if isinstance(rng, SecureGenerator):
+        return exact.discrete_laplace(
+            np.broadcast_to(np.asarray(scale, dtype=np.float64), shape), rng
+        )
     alpha = np.broadcast_to(discrete_laplace_alpha(scale), shape)
     return two_sided_geometric(alpha, shape, rng)
-
-
-def sample_laplace(scale: ArrayLike, size: Size, rng: np.random.Generator) -> NDArray[np.float64]:
-    """Continuous Laplace draws with a per-entry scale b (float64; see the floating-point note)."""
-    shape = as_size(size)
-    return np.asarray(rng.laplace(0.0, np.broadcast_to(scale, shape), size=shape))
-
-
-@dataclass(frozen=True)
-class LaplaceShares:
-    """Per-client shares of continuous Laplace noise (the Laplace is infinitely divisible).
-
-    Laplace(b) = b(E₁ − E₂) with E exponential = Gamma(1, 1), and Gamma(1, 1) is
-    the sum of m independent Gamma(1/m, 1); so each of n clients adds
-    b(G − G') with G, G' ~ Gamma(1/m, 1), and any m shares sum to Laplace(b)
-    plus independent noise.
-
-    Parameters
-    ----------
-    scale : float
-        b = Δ1/ε of the target Laplace.
-    n_shares : int
-        Clients adding a share.
-    min_received : int
-        Reconstruction threshold m (any m shares reach the target).
-
-    Notes
-    -----
-    For real-valued sums under distributed DP. Floating-point Laplace is
-    attackable through its low-order bits (Mironov 2012); the integer-valued
-    sketches use :class:`~fedeval.privacy.mechanisms.polya.PolyaShares` instead.
-    """
-
-    scale: float
-    n_shares: int
-    min_received: int
-
-    @property
-    def variance(self) -> float:
-        """Variance of the sum of all n shares, 2b²·n/m."""
-        return 2.0 * self.scale**2 * self.n_shares / self.min_received
-
-    @property
-    def share_variance(self) -> float:
-        return 2.0 * self.scale**2 / self.min_received
-
-    def sample_share(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.float64]:
-        gen = as_generator(rng)
-        shape = as_size(size)
-        a = 1.0 / self.min_received
-        return self.scale * (gen.standard_gamma(a, shape) - gen.standard_gamma(a, shape))
-
-    def sample_sum(
-        self, size: Size = 1, rng: RNGLike = None, *, n_received: int | None = None
-    ) -> NDArray[np.float64]:
-        gen = as_generator(rng)
-        shape = as_size(size)
-        k = self.n_shares if n_received is None else n_received
-        a = k / self.min_received
-        return self.scale * (gen.standard_gamma(a, shape) - gen.standard_gamma(a, shape))
