@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
@@ -39,11 +40,12 @@ def _clients(seed: int, n_clients: int, c: int) -> list[tuple[np.ndarray, np.nda
 def _clipped_histograms(
     fed: Federation, privacy: UserLevelDP, n_bins: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Σ over all clients of their clipped (noise-free) 2c histograms."""
+    """Σ over all clients of their clipped (noise-free) 2c histograms, in counts."""
     clip = privacy.clip
     assert isinstance(clip, tuple)
     c = fed.n_classes
-    v = OneVsRestSketch(c, n_bins, clip).encode_clients(fed)
+    sketch = OneVsRestSketch(c, n_bins, clip)
+    v = sketch.encode_clients(fed) * sketch.resolution  # sent in fixed point (units of γ)
     return v[: c * n_bins].reshape(c, n_bins), v[c * n_bins :].reshape(c, n_bins)
 
 
@@ -62,11 +64,13 @@ def test_histogram_clipping_bounds_one_clients_influence() -> None:
         pos2, neg2 = _clipped_histograms(Federation.from_clients(changed), privacy, n_bins)
         # ... or removed altogether.
         pos3, neg3 = _clipped_histograms(Federation.from_clients(base[1:]), privacy, n_bins)
+        # Clipped to C, then rounded to the fixed-point grid: up to γ√n_bins/2 more.
+        r = OneVsRestSketch(c, n_bins, (3.0, 7.0)).resolution * np.sqrt(n_bins) / 2
         for j in range(c):
-            assert np.linalg.norm(pos[j] - pos3[j]) <= 3.0 + 1e-9
-            assert np.linalg.norm(neg[j] - neg3[j]) <= 7.0 + 1e-9
-            assert np.linalg.norm(pos[j] - pos2[j]) <= 2 * 3.0 + 1e-9
-            assert np.linalg.norm(neg[j] - neg2[j]) <= 2 * 7.0 + 1e-9
+            assert np.linalg.norm(pos[j] - pos3[j]) <= 3.0 + r
+            assert np.linalg.norm(neg[j] - neg3[j]) <= 7.0 + r
+            assert np.linalg.norm(pos[j] - pos2[j]) <= 2 * (3.0 + r)
+            assert np.linalg.norm(neg[j] - neg2[j]) <= 2 * (7.0 + r)
 
 
 def test_update_clipping_bounds_one_clients_influence() -> None:
@@ -84,12 +88,16 @@ def test_update_clipping_bounds_one_clients_influence() -> None:
     def total(clients: list[tuple[np.ndarray, np.ndarray]], clip: float | None) -> np.ndarray:
         fed = Federation.from_clients(clients)
         logits = dataclasses.replace(fed, scores=np.log(np.maximum(fed.scores, 1e-300)))
-        return np.asarray(ScalerUpdateSketch(fit, w, clip).encode_clients(logits))
+        sketch = ScalerUpdateSketch(fit, w, clip)
+        # Clipped updates are sent in fixed point: back to parameter units.
+        return np.asarray(sketch.encode_clients(logits)) * sketch.resolution
 
     t0 = total(base, 0.5)
     # Not vacuous: without clipping, removing client 0 moves the sum by more than C.
     assert np.linalg.norm(total(base, None) - total(base[1:], None)) > 0.5
-    assert np.linalg.norm(t0 - total(base[1:], 0.5)) <= 0.5 + 1e-9
+    # Clipped to C, then rounded: at most γ√d/2 more.
+    r = ScalerUpdateSketch(fit, w, 0.5).resolution * np.sqrt(w.size) / 2
+    assert np.linalg.norm(t0 - total(base[1:], 0.5)) <= 0.5 + r
     wild_clients = []
     for _ in range(3):
         n = int(rng.integers(1, 300))
@@ -103,7 +111,7 @@ def test_update_clipping_bounds_one_clients_influence() -> None:
         assert np.linalg.norm(total(base, None) - total([wild, *base[1:]], None)) > 2 * 0.5
         wild_clients.append(wild)
     for wild in wild_clients:
-        assert np.linalg.norm(t0 - total([wild, *base[1:]], 0.5)) <= 2 * 0.5 + 1e-9
+        assert np.linalg.norm(t0 - total([wild, *base[1:]], 0.5)) <= 2 * (0.5 + r)
 
 
 def test_clip_helpers() -> None:
@@ -117,18 +125,21 @@ def test_clip_helpers() -> None:
     probs = np.array([[0.9, 0.05, 0.05]] * 3 + [[0.6, 0.2, 0.2]] * 4 + [[0.1, 0.1, 0.8]])
     labels = np.array([0] * 7 + [2])
     sketch = OneVsRestSketch(3, 4, (1.0, 100.0))
-    vec = sketch.encode(probs, labels, np.zeros(8, dtype=np.int64))
+    # Sent in fixed point: back to counts, exact to the grid step γ.
+    step = sketch.resolution
+    vec = sketch.encode(probs, labels, np.zeros(8, dtype=np.int64)) * step
     pos = vec[:12].reshape(3, 4)
-    np.testing.assert_allclose(pos[0], [0.0, 0.0, 0.8, 0.6])
+    np.testing.assert_allclose(pos[0], [0.0, 0.0, 0.8, 0.6], atol=step)
     np.testing.assert_array_equal(pos[1], 0.0)
-    np.testing.assert_allclose(np.linalg.norm(pos, axis=1), [1.0, 0.0, 1.0])
+    np.testing.assert_allclose(np.linalg.norm(pos, axis=1), [1.0, 0.0, 1.0], atol=step)
     # The vectorised many-client encoding clips the same way as the one-client encoding.
     fed = Federation.from_clients(_clients(5, 7, 3))
     one_by_one = sum(
         sketch.encode(fed.client(k).scores, fed.client(k).labels, np.full(1, k))
         for k in range(fed.n_clients)
     )
-    np.testing.assert_allclose(sketch.encode_clients(fed), one_by_one, rtol=1e-12, atol=1e-12)
+    # Both round every client's clipped histogram to units: identical integers.
+    np.testing.assert_array_equal(sketch.encode_clients(fed), one_by_one)
 
 
 @pytest.mark.parametrize(
@@ -155,31 +166,39 @@ def test_accountant_matches_direct_dp_accounting(epsilon: float, rounds: int, ra
     assert entry.epsilon == pytest.approx(direct, rel=1e-9)
     assert direct <= epsilon
     assert direct >= 0.99 * epsilon  # calibrated tightly, not just conservatively
-    # The noise added every round is z times the L2 sensitivity C = 0.5.
-    assert isinstance(mech.noise, CentralNoise) and mech.noise.kind == "gaussian"
-    assert float(np.asarray(mech.noise.scale)) == pytest.approx(z * 0.5, rel=1e-12)
+    # The noise added every round is z times the L2 sensitivity C = 0.5 (plus the
+    # fixed-point allowance γ√d/2), discrete Gaussian in units of γ.
+    assert isinstance(mech.noise, CentralNoise) and mech.noise.kind == "discrete_gaussian"
+    step = sketch.resolution
+    value_sigma = float(np.asarray(mech.noise.scale)) * step
+    assert value_sigma == pytest.approx(z * (0.5 + step / 2), rel=1e-12)
 
 
 def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
     fed = Federation.from_clients(_clients(4, 10, 3))
     ledger = BudgetLedger(1.5, 1e-4)
-    cal = calibrate_multiclass(
-        fed,
-        UserLevelDP(1.0, 1e-5, clip=0.5),
-        method="temperature",
-        rounds=2,
-        sampling_rate=0.5,
-        rng=0,
-        ledger=ledger,
-    )
+    with pytest.warns(UserWarning, match="population"):
+        cal = calibrate_multiclass(
+            fed,
+            UserLevelDP(1.0, 1e-5, clip=0.5),
+            method="temperature",
+            rounds=2,
+            sampling_rate=0.5,
+            rng=0,
+            ledger=ledger,
+        )
     # The receipt states the model and guarantee; ``procedure`` the facts of the rounds.
     assert cal.receipt["model"] == UserLevelDP(1.0, 1e-5, clip=0.5).describe()
     assert cal.procedure["rounds"] == 2 and cal.procedure["sampling_rate"] == 0.5
     assert set(cal.procedure["noise_std"]) == {"parameter updates"}
-    assert cal.procedure["l2_sensitivity"] == 0.5
+    assert cal.procedure["clip"] == 0.5 and "l2_sensitivity" not in cal.procedure
     assert 0.99 <= cal.epsilon_spent <= 1.0
-    assert cal.guarantee.unit == "client" and cal.guarantee.delta == 1e-5
+    assert cal.guarantee.unit == "client" and cal.guarantee.delta == pytest.approx(1e-5)
     assert ledger.spent_epsilon == pytest.approx(cal.epsilon_spent)
+    # Two charges, made together: the released population size (5%) and the rounds (95%).
+    assert len(ledger.entries) == 2
+    assert cal.privacy_receipt.entries == tuple(ledger.entries)
+    assert "client count" in ledger.entries[1].label
     with pytest.raises(BudgetExceededError):
         calibrate_multiclass(
             fed,
@@ -190,23 +209,31 @@ def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
             rng=0,
             ledger=ledger,
         )
-    assert len(ledger.entries) == 1
+    assert len(ledger.entries) == 2
     sa = calibrate_multiclass(fed, SecureAggregation(), method="bbq", rng=0)
     assert sa.epsilon_spent == 0.0 and sa.guarantee.unit == "none"
 
 
 @pytest.mark.parametrize(
-    ("method", "sketch", "clip"),
-    [("temperature", ScalerUpdateSketch, 0.5), ("binning", OneVsRestSketch, (2.0, 4.0))],
+    ("method", "sketch", "clip", "options", "charges"),
+    [
+        ("temperature", ScalerUpdateSketch, 0.5, {}, 2),
+        ("temperature", ScalerUpdateSketch, 0.5, {"population": 8}, 1),
+        ("binning", OneVsRestSketch, (2.0, 4.0), {}, 1),
+    ],
 )
 def test_budget_is_charged_once_before_the_first_round(
     monkeypatch: pytest.MonkeyPatch,
     method: MulticlassMethod,
     sketch: type[OneVsRestSketch] | type[ScalerUpdateSketch],
     clip: float | tuple[float, float],
+    options: dict[str, Any],
+    charges: int,
 ) -> None:
     # Changed semantics: the whole procedure is charged ONCE, before any round runs
-    # (aggregation.Rounds), not after the calibrator is computed.
+    # (aggregation.Rounds), not after the calibrator is computed. DP-FedAvg without
+    # a declared population also releases the number of clients: both charges are
+    # made together, before the first round.
     fed = Federation.from_clients(_clients(6, 8, 3))
     ledger = BudgetLedger(1.5, 1e-4)
     seen: list[int] = []
@@ -218,20 +245,36 @@ def test_budget_is_charged_once_before_the_first_round(
 
     monkeypatch.setattr(sketch, "encode_clients", spy)
     privacy = UserLevelDP(1.0, 1e-5, clip=clip)
-    cal = calibrate_multiclass(
-        fed, privacy, method=method, rounds=3, sampling_rate=1.0, rng=0, ledger=ledger
-    )
-    assert seen == [1, 1, 1]  # three rounds, every one after the single charge
-    assert len(ledger.entries) == 1
-    assert ledger.entries[0].epsilon == pytest.approx(cal.epsilon_spent)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        cal = calibrate_multiclass(
+            fed,
+            privacy,
+            method=method,
+            rounds=3,
+            sampling_rate=1.0,
+            rng=0,
+            ledger=ledger,
+            **options,
+        )
+    assert seen == [charges] * 3  # three rounds, every one after the single charge
+    assert len(ledger.entries) == charges
+    assert ledger.spent_epsilon == pytest.approx(cal.epsilon_spent)
     assert cal.privacy_receipt.entries == tuple(ledger.entries)
     # Refused: nothing is encoded, nothing charged.
     seen.clear()
     with pytest.raises(BudgetExceededError):
         calibrate_multiclass(
-            fed, privacy, method=method, rounds=3, sampling_rate=1.0, rng=0, ledger=ledger
+            fed,
+            privacy,
+            method=method,
+            rounds=3,
+            sampling_rate=1.0,
+            rng=0,
+            ledger=ledger,
+            **options,
         )
-    assert seen == [] and len(ledger.entries) == 1
+    assert seen == [] and len(ledger.entries) == charges
 
 
 def test_poisson_sampling_rate() -> None:

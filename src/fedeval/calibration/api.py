@@ -69,9 +69,11 @@ def calibrate(
     **options
         Passed to the implementation: for binary tasks see
         :func:`~fedeval.calibration.binning.histogram_binning` (``n_bins``,
-        ``height``, ``branching``, ``level_budget``, ``path``, ``ledger``) and
-        :func:`~fedeval.calibration.bbq.bbq` (``candidate_bins``,
-        ``n_candidates``, ``prior_strength``, ...).
+        ``n_examples``, ``height``, ``branching``, ``level_budget``, ``path``,
+        ``ledger``) and :func:`~fedeval.calibration.bbq.bbq`
+        (``candidate_bins``, ``n_candidates``, ``prior_strength``, ...); for
+        multiclass tasks ``calibrate_multiclass`` (``rounds``,
+        ``sampling_rate``, ``population``, ...).
 
     Returns
     -------
@@ -93,7 +95,16 @@ def calibrate(
     -------
     Binary: one release, the per-class score hierarchy, with the guarantee of
     ``privacy``; the calibrator records it and the ledger entries. Multiclass:
-    as documented by ``calibrate_multiclass`` (T rounds, composed).
+    as documented by ``calibrate_multiclass`` (T rounds, composed; DP-FedAvg
+    without a declared ``population`` also releases the number of clients).
+
+    Public inputs: the score domain, the method and its options, the number
+    of participating clients under models where it is public (the binary
+    height is planned from it, or from a declared ``n_examples``), T, q and
+    the clipping norms. Nothing the calibrator publishes (``to_json``,
+    ``repr``, the receipt, ``procedure``) holds an exact count the model
+    protects; under DP, degenerate data give a calibrator and a warning, and
+    only malformed inputs raise.
 
     References
     ----------

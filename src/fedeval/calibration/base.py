@@ -18,6 +18,9 @@ string that goes into the JSON.
 from __future__ import annotations
 
 import json
+import math
+import sys
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
@@ -28,11 +31,28 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.receipt import Receipt
 
-__all__ = ["Calibrator", "calibrator_from_json", "register"]
+__all__ = ["Calibrator", "calibrator_from_json", "register", "warn_degenerate"]
 
 _REGISTRY: dict[str, type[Calibrator]] = {}
 
 C = TypeVar("C", bound="type[Calibrator]")
+
+
+def warn_degenerate(message: str) -> None:
+    """Warn (UserWarning) about a degenerate but released result, at the caller's line.
+
+    Under DP degenerate data never raise (that would depend on the data): the
+    calibrator is released with a fallback and this warning says which. The
+    warning points at the first frame outside fedeval, however deep the call.
+    """
+    frame = sys._getframe(1)
+    level = 2
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(
+        "fedeval."
+    ):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, UserWarning, stacklevel=level)
 
 
 def register(cls: C) -> C:
@@ -89,10 +109,15 @@ class Calibrator(ABC):
         """
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-able fields; non-finite numbers become ``None`` (NaN) or ``"inf"``/``"-inf"``.
+
+        Noisy releases legitimately produce NaN (e.g. the standard error of a
+        bucket whose released total is not positive), and a calibrator must
+        serialise whatever the noise did: strict JSON has no NaN.
+        """
         out: dict[str, Any] = {"kind": self.kind}
         for f in fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = value.tolist() if isinstance(value, np.ndarray) else value
+            out[f.name] = _jsonable(getattr(self, f.name))
         return out
 
     def to_json(self) -> str:
@@ -104,8 +129,44 @@ class Calibrator(ABC):
         kwargs = {k: v for k, v in data.items() if k != "kind"}
         for name in cls.array_fields:
             if kwargs.get(name) is not None:
-                kwargs[name] = np.asarray(kwargs[name], dtype=np.float64)
+                kwargs[name] = _float_array(kwargs[name])
         return cls(**kwargs)
+
+
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf}
+
+
+def _jsonable(value: Any) -> Any:
+    """Arrays to nested lists, with NaN as None and ±inf as "inf"/"-inf" (strict JSON)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, float | np.floating):
+        x = float(value)
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return x
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _float_array(value: Any) -> NDArray[np.float64]:
+    """Inverse of :func:`_jsonable` for an array field."""
+
+    def back(v: Any) -> Any:
+        if isinstance(v, list):
+            return [back(x) for x in v]
+        if v is None:
+            return math.nan
+        if isinstance(v, str):
+            return _NON_FINITE[v]
+        return v
+
+    return np.asarray(back(value), dtype=np.float64)
 
 
 def calibrator_from_json(text: str) -> Calibrator:

@@ -59,9 +59,11 @@ from fedeval.calibration.binning import (
     bucket_of,
     check_binary_inputs,
     check_raw_scores,
+    equi_depth_is_defined,
     receipt_record,
     release_scores_hierarchy,
     snapped_equi_depth_leaf_edges,
+    warn_no_mass,
 )
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
@@ -285,9 +287,12 @@ def bbq_from_hierarchy(
         all_probs.append([float(x) for x in rates])
         scores.append(log_score)
         sizes.append(int(leaf_edges.size - 1))
-    steps.append(
-        f"equi-depth boundaries from private quantiles, snapped to leaf edges, for B in {cands}"
-    )
+    if equi_depth_is_defined(hist):
+        steps.append(
+            f"equi-depth boundaries from private quantiles, snapped to leaf edges, for B in {cands}"
+        )
+    else:
+        warn_no_mass(steps)
     steps.append(f"clamp negative bucket counts to 0 ({n_clamped} counts changed)")
     log_scores = np.asarray(scores)
     w = np.exp(log_scores - log_scores.max())

@@ -44,8 +44,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
-from fedeval.calibration.base import Calibrator, register
+from fedeval.calibration.base import Calibrator, register, warn_degenerate
 from fedeval.data import Federation
+from fedeval.planning import public_example_count
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel, SecureAggregation
 from fedeval.randomness import RNGLike
@@ -59,6 +60,7 @@ __all__ = [
     "binning_from_hierarchy",
     "default_n_bins",
     "histogram_binning",
+    "planning_size",
 ]
 
 BinaryPrivacy = PrivacyModel
@@ -193,17 +195,46 @@ def default_n_bins(n_examples: float, privacy: BinaryPrivacy) -> int:
     return max(1, round(b))
 
 
-def _default_height(fed: Federation, privacy: BinaryPrivacy, n_bins: int | None) -> int:
+def planning_size(fed: Federation, privacy: BinaryPrivacy, n_examples: int | None) -> float:
+    """M for choosing parameters before the release, from public inputs only.
+
+    Parameters that are published (the hierarchy height is in the receipt)
+    must not depend on a count the privacy model protects. In order:
+
+    1. ``n_examples`` declared by the user (a public input);
+    2. the exact number of examples when the model makes it public (secure
+       aggregation claims no DP; local DP sends one report per example;
+       DistDP with replacement neighbours and no contribution bound);
+    3. otherwise the number of participating clients K, public in federated
+       learning (the clients that send shares), times the contribution bound
+       when one is declared (an upper bound on M), else K itself (a lower
+       bound on M: every client holds at least one example).
+
+    Never the exact number of examples under a model that protects it.
+    """
+    count, _ = public_example_count(privacy, fed.n_examples, declared=n_examples)
+    if count is not None:
+        return float(count)
+    bound = getattr(privacy, "contribution_bound", None)
+    return float(fed.n_clients * (int(bound) if bound is not None else 1))
+
+
+def _default_height(
+    fed: Federation, privacy: BinaryPrivacy, n_bins: int | None, n_examples: int | None
+) -> int:
     if privacy.regime == "exact":
         # Exact sums: finer leaves only sharpen the quantiles.
         return DEFAULT_HEIGHT
     # Under DP every level costs budget (DistDP: ε/h per level; LDP: M/h reports
     # per level), and B buckets only need ~2B leaves: a shallower tree is more
     # accurate (measured in benchmarks/bench_calibration_binary.py). The height
-    # is chosen before the release, from the requested B or the rule at the
-    # number of examples, which the protocol treats as public (M is a known
-    # parameter in Cormode–Markov).
-    b = n_bins if n_bins is not None else default_n_bins(fed.n_examples, privacy)
+    # is chosen before the release and published in the receipt, so it comes
+    # from the requested B or the rule at a public size (planning_size).
+    b = (
+        n_bins
+        if n_bins is not None
+        else default_n_bins(planning_size(fed, privacy, n_examples), privacy)
+    )
     return int(min(DEFAULT_HEIGHT, max(3, math.ceil(math.log2(2 * b)))))
 
 
@@ -212,6 +243,7 @@ def release_scores_hierarchy(
     privacy: BinaryPrivacy,
     *,
     n_bins: int | None = None,
+    n_examples: int | None = None,
     height: int | None,
     branching: int,
     level_budget: LevelBudget,
@@ -219,7 +251,7 @@ def release_scores_hierarchy(
     rng: RNGLike,
     ledger: BudgetLedger | None,
 ) -> HierarchicalHistogram:
-    h = _default_height(fed, privacy, n_bins) if height is None else height
+    h = _default_height(fed, privacy, n_bins, n_examples) if height is None else height
     sketch = HierarchySketch(HierarchySpec(h, branching, fed.score_range, 2))
     decoded: HierarchicalHistogram = release(
         fed, sketch, privacy, layout=layout_of(level_budget), path=path, rng=rng, ledger=ledger
@@ -231,15 +263,40 @@ def snapped_equi_depth_leaf_edges(hist: HierarchicalHistogram, n_bins: int) -> N
     """Leaf-edge indices (0..n_leaves) of ~equi-depth buckets; duplicates merged.
 
     The private quantiles of all scores (both classes) are rounded to the
-    nearest leaf edge. Post-processing of the release.
+    nearest leaf edge. Post-processing of the release. When the released total
+    is not positive there are no quantiles: the buckets are then of equal
+    width (see :func:`equi_depth_is_defined`).
     """
     lo, _ = hist.spec.score_range
     n_leaves = hist.spec.n_leaves
+    if not equi_depth_is_defined(hist):
+        idx = np.rint(np.linspace(0.0, n_leaves, n_bins + 1)).astype(np.intp)
+        return np.unique(idx)
     edges = hist.equi_depth_edges(n_bins)
     idx = np.rint((edges - lo) / hist.spec.leaf_width).astype(np.intp)
     idx = np.clip(idx, 0, n_leaves)
     idx[0], idx[-1] = 0, n_leaves
     return np.unique(idx)
+
+
+def equi_depth_is_defined(hist: HierarchicalHistogram) -> bool:
+    """Whether the released tree has positive mass, so that its quantiles exist.
+
+    Noise can make every released count non-positive (few examples, small ε);
+    that is a property of the noisy release, so the fallback it triggers
+    (equal-width buckets) is post-processing, announced by
+    :func:`warn_no_mass`, never an error.
+    """
+    return bool(np.isfinite(hist.quantiles(np.array([0.5]))).all())
+
+
+def warn_no_mass(steps: list[str]) -> None:
+    """Record and announce the equal-width fallback of a release without positive mass."""
+    steps.append("released total not positive: no private quantiles, equal-width buckets instead")
+    warn_degenerate(
+        "the released score histogram has no positive mass (too few examples for the noise); "
+        "the calibrator falls back to equal-width buckets and the overall positive fraction"
+    )
 
 
 def bucket_counts(
@@ -335,10 +392,13 @@ def binning_from_hierarchy(
         nb = check_int_at_least(n_bins, 1, name="n_bins")
     nb = min(nb, hist.spec.n_leaves)
     leaf_edges = snapped_equi_depth_leaf_edges(hist, nb)
-    steps.append(
-        f"equi-depth boundaries from private quantiles, snapped to leaf edges "
-        f"({nb} requested, {leaf_edges.size - 1} distinct)"
-    )
+    if equi_depth_is_defined(hist):
+        steps.append(
+            f"equi-depth boundaries from private quantiles, snapped to leaf edges "
+            f"({nb} requested, {leaf_edges.size - 1} distinct)"
+        )
+    else:
+        warn_no_mass(steps)
     neg, pos = bucket_counts(hist, leaf_edges)
     lo, _ = hist.spec.score_range
     edges = lo + leaf_edges.astype(np.float64) * hist.spec.leaf_width
@@ -371,6 +431,7 @@ def histogram_binning(
     privacy: BinaryPrivacy,
     *,
     n_bins: int | None = None,
+    n_examples: int | None = None,
     height: int | None = None,
     branching: int = 2,
     level_budget: LevelBudget = "split",
@@ -393,11 +454,18 @@ def histogram_binning(
         Number of buckets B >= 1. Default: ``round(M^{1/3})`` (SA, DistDP) or
         ``round(sqrt(ε sqrt(M)))`` (LDP), M the released total
         (:func:`default_n_bins`).
+    n_examples : int, optional
+        A declared, public number of calibration examples M, used only to plan
+        the default height. Default: the exact count where the model makes it
+        public (SA, LDP), else the number of participating clients (times the
+        contribution bound when one is declared): see :func:`planning_size`.
+        The exact number of examples is never used under a model that
+        protects it, since the height is published in the receipt.
     height : int, optional
         Hierarchy height. Default: 10 under secure aggregation (Cormode–Markov
         §7); under DistDP and LDP ``ceil(log2(2 B))`` clipped to [3, 10], with
-        B the requested ``n_bins`` or the default rule at the number of
-        examples (every level costs budget, and B buckets need only ~2B
+        B the requested ``n_bins`` or the default rule at the public size of
+        ``n_examples`` (every level costs budget, and B buckets need only ~2B
         leaves).
     branching : int
         Hierarchy branching factor (default 2, as the paper).
@@ -431,7 +499,12 @@ def histogram_binning(
     Exactly one release: the per-class score hierarchy. Secure aggregation: no
     DP (exact sums). Distributed DP: ε-DP (or (ε, δ) with Skellam) per example
     or per client, as ``privacy`` states. Local DP: ε-LDP per example.
-    Everything after the release is post-processing.
+    Everything after the release is post-processing (the number of buckets
+    comes from the released total). Public inputs: the score domain, the
+    height and branching (planned from :func:`planning_size`), ``n_bins`` and
+    a declared ``n_examples``. Degenerate data (one class, a released total
+    that is not positive) give a calibrator with a named fallback and a
+    warning, never an error.
 
     References
     ----------
@@ -445,6 +518,7 @@ def histogram_binning(
         fed,
         privacy,
         n_bins=n_bins,
+        n_examples=n_examples,
         height=height,
         branching=branching,
         level_budget=level_budget,

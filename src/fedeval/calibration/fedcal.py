@@ -44,6 +44,7 @@ from fedeval.calibration.scaling_maps import (
 )
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.mechanism_for import client_clip
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.sampling import public_uniform
 from fedeval.randomness import RNGLike, as_generator
@@ -169,6 +170,7 @@ def fit_fedcal(
     hidden: int = 64,
     max_iter: int = 20,
     server_lr: float = 1.0,
+    population: int | None = None,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
 ) -> FedCalCalibrator:
@@ -191,6 +193,10 @@ def fit_fedcal(
         FedCal's 3 SGD epochs).
     server_lr : float
         η_S > 0.
+    population : int, optional
+        Under DP, the population size K of DP-FedAvg's denominator q·K,
+        declared public; default a count released with 5% of the budget (see
+        :mod:`fedeval.calibration.fedavg`). Unused without DP.
     rng : int, Generator or None
         Also draws the public initial hidden weights.
 
@@ -202,7 +208,8 @@ def fit_fedcal(
     -----
     Privacy: user-level (ε, δ)-DP under UserLevelDP (clipped updates of all
     ~H² + 2cH parameters, Gaussian noise on the sum, RDP accounting of T
-    Poisson-subsampled rounds); none under SecureAggregation. With thousands
+    Poisson-subsampled rounds, composed with the release of the population
+    size unless ``population`` is declared); none under SecureAggregation. With thousands
     of parameters sharing one clipping norm, the noise per parameter is large:
     this is the paper's reason FedCal degrades most under DP (§5, RQ3).
 
@@ -223,7 +230,7 @@ def fit_fedcal(
     ) -> tuple[float, NDArray[np.float64]]:
         return mlp_nll_and_grad(w, z, y, h)
 
-    w, schedule = fedavg(
+    run = fedavg(
         fed,
         logits,
         initial_mlp(c, h, gen),
@@ -235,14 +242,21 @@ def fit_fedcal(
         server_lr=lr,
         gen=gen,
         ledger=ledger,
+        population=population,
     )
+    w = run.params
+    procedure = procedure_record(
+        run.schedule,
+        f"the sum of clipped updates of {w.size} MLP-scaler parameters",
+        variance=run.round_variance,
+        clip=client_clip(privacy),
+    )
+    procedure["population"] = run.population
     return FedCalCalibrator(
         w,
         h,
         n_classes=c,
         input_kind=fed.kind,
-        receipt=schedule.mechanism.receipt.as_dict(),
-        procedure=procedure_record(
-            schedule, f"the sum of clipped updates of {w.size} MLP-scaler parameters"
-        ),
+        receipt=run.receipt.as_dict(),
+        procedure=procedure,
     )

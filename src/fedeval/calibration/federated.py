@@ -55,8 +55,8 @@ METHODS: tuple[str, ...] = (
 )
 
 _BINNING_OPTIONS = frozenset({"weighting", "n_bins", "levels", "prior_strength"})
-_SCALING_OPTIONS = frozenset({"max_iter", "server_lr", "l2"})
-_FEDCAL_OPTIONS = frozenset({"hidden", "max_iter", "server_lr"})
+_SCALING_OPTIONS = frozenset({"max_iter", "server_lr", "l2", "population"})
+_FEDCAL_OPTIONS = frozenset({"hidden", "max_iter", "server_lr", "population"})
 
 
 def sample_participants(
@@ -128,8 +128,13 @@ def calibrate_multiclass(
           ``n_bins`` (FedBin, 15), ``levels`` (FedBBQ's M, 7),
           ``prior_strength`` (BBQ's N', 2);
         * temperature/vector/matrix/op-vector: ``max_iter`` (50),
-          ``server_lr`` (1), ``l2`` (0);
-        * fedcal: ``hidden`` (64), ``max_iter`` (20), ``server_lr`` (1).
+          ``server_lr`` (1), ``l2`` (0), ``population`` (None);
+        * fedcal: ``hidden`` (64), ``max_iter`` (20), ``server_lr`` (1),
+          ``population`` (None).
+
+        ``population`` is the K of DP-FedAvg's fixed denominator q·K under DP,
+        declared public by the user; by default a count of the clients is
+        released with 5% of the budget (:mod:`fedeval.calibration.fedavg`).
 
     Returns
     -------
@@ -156,9 +161,18 @@ def calibrate_multiclass(
     Notes
     -----
     Privacy: with UserLevelDP the noise multiplier is the smallest one whose
-    T-fold Poisson-subsampled Gaussian composition is (ε, δ)-DP under RDP
-    accounting (dp-accounting), so the recorded ε ≤ the model's ε. With
+    T-fold Poisson-subsampled composition is (ε, δ)-DP under RDP accounting
+    (dp-accounting), so the recorded ε ≤ the model's ε. The scaling methods
+    without a declared ``population`` also release the number of clients
+    (5% of ε and δ, the rounds 95%) and the receipt composes the two. With
     SecureAggregation the server sees exact sums (no DP, ε = inf).
+
+    Public inputs: T, q, the clipping norms, the method and its options, the
+    number of classes, and a declared ``population``. Neither the calibrator
+    nor its receipt holds an exact count of clients, participations or
+    examples (neighbours add or remove one client). Degenerate data (a class
+    nobody holds, a client with one example) give a calibrator, never a
+    refusal that depends on the data; only malformed inputs raise.
 
     References
     ----------

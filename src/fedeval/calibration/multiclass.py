@@ -9,7 +9,8 @@ accounting of T Poisson-subsampled rounds) is not here: the sketches clip
 Every calibrator carries the receipt of its rounds (``receipt``, see
 :class:`~fedeval.calibration.base.Calibrator`) and the facts of the procedure
 that a reader needs to interpret it (``procedure``: rounds, sampling rate,
-clipping norms, noise standard deviations).
+clipping norms, noise standard deviations; public facts only, never a count
+taken from the data).
 
 References
 ----------
@@ -120,7 +121,10 @@ class MulticlassCalibrator(Calibrator):
         calibrators take log-probabilities of probability inputs.
     procedure : dict
         Facts of the procedure: rounds, sampling rate, what each round
-        released, clipping norms, per-coordinate noise standard deviations.
+        released, clipping norms, per-coordinate noise standard deviations
+        and, for DP-FedAvg, where the population size came from. Public facts
+        and released (noisy) values only: no exact count of clients,
+        participations or examples.
         A plain dict so that it survives
         :meth:`~fedeval.calibration.base.Calibrator.to_json`.
     """
@@ -174,31 +178,49 @@ def check_procedure(fed: Any, rounds: Any, sampling_rate: Any) -> tuple[int, flo
     return t, p
 
 
-def procedure_record(schedule: Rounds, release: str) -> dict[str, Any]:
+def procedure_record(
+    schedule: Rounds,
+    release: str,
+    *,
+    variance: NDArray[np.float64] | None = None,
+    clip: float | tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """The facts of a rounds-based procedure, JSON-able, for ``MulticlassCalibrator.procedure``.
 
-    Noise standard deviations are per part of the released sketch (one round's
-    sum); 0 without DP.
+    Only public facts: the rounds T, the sampling rate q, what each round
+    released, the clipping norm(s) and the per-part noise standard deviation
+    of one round's sum, in the released values' units (from a
+    :class:`~fedeval.aggregation.Release`'s ``variance``; 0 without DP). No
+    count taken from the data (clients, participations, examples) is
+    recorded: under user-level DP the number of clients is what add/remove of
+    a client changes, and at q = 1 the participations would be exactly T
+    times it.
+
+    Parameters
+    ----------
+    schedule : Rounds
+    release : str
+        What each round released, in words.
+    variance : ndarray, optional
+        Per-coordinate noise variance of one round's release.
+    clip : float or (float, float), optional
+        The clipping norm(s) of user-level DP (public).
     """
     mech = schedule.mechanism
     rec: dict[str, Any] = {
         "rounds": schedule.rounds,
         "sampling_rate": mech.sampling_rate,
         "release": release,
-        "participations": schedule.participations,
     }
+    if clip is not None:
+        rec["clip"] = list(clip) if isinstance(clip, tuple) else float(clip)
     sens = mech.sensitivity
-    noise = mech.noise
-    if sens is not None and noise is not None:
-        scale = np.broadcast_to(
-            np.asarray(getattr(noise, "scale", 0.0), dtype=np.float64),
-            (sum(p.length for p in sens.parts),),
-        )
+    if sens is not None and variance is not None:
+        var = np.asarray(variance, dtype=np.float64)
         start = 0
         stds: dict[str, float] = {}
         for part in sens.parts:
-            stds[part.name] = float(scale[start])
+            stds[part.name] = float(np.sqrt(var[start])) if part.length else 0.0
             start += part.length
         rec["noise_std"] = stds
-        rec["l2_sensitivity"] = sens.l2
     return rec

@@ -85,7 +85,10 @@ class BinningHistograms:
         Per-bin standard deviation of the noise in ONE round's sum (0 without DP).
     rounds : int
     participations : int
-        Client participations over all rounds (a client sampled twice counts twice).
+        Client participations over all rounds (a client sampled twice counts
+        twice). Server-internal: an exact count, never put in the calibrator.
+    round_variance : ndarray, shape (2 c n_bins,)
+        Per-coordinate noise variance of one round's released sum.
     """
 
     positive: NDArray[np.float64]
@@ -94,6 +97,7 @@ class BinningHistograms:
     noise_std_negative: float
     rounds: int
     participations: int
+    round_variance: NDArray[np.float64]
 
 
 def _aggregate_histograms(
@@ -118,18 +122,22 @@ def _aggregate_histograms(
     )
     total_pos = np.zeros((c, n_bins))
     total_neg = np.zeros((c, n_bins))
+    variance = np.zeros(2 * c * n_bins)
     for _ in range(rounds):
-        pos, neg = schedule.release(sketch).decode()
+        rel = schedule.release(sketch)
+        pos, neg = rel.decode()
         total_pos += pos
         total_neg += neg
-    std = procedure_record(schedule, "").get("noise_std", {})
+        variance = np.asarray(rel.variance, dtype=np.float64)
+    # The noise of one round's sum, in counts (the release's own units).
     hist = BinningHistograms(
         total_pos,
         total_neg,
-        float(std.get("positive histograms", 0.0)),
-        float(std.get("negative histograms", 0.0)),
+        float(np.sqrt(variance[0])),
+        float(np.sqrt(variance[c * n_bins])),
         rounds,
         schedule.participations,
+        variance,
     )
     return hist, schedule
 
@@ -385,7 +393,13 @@ def fit_multiclass_binning(
     the server learns the exact summed histograms (no DP). The whole procedure
     is charged once, before the first round (:class:`fedeval.aggregation.Rounds`);
     the calibrator carries its ``receipt`` (guarantee, ledger entry) and the
-    facts of the rounds in ``procedure``.
+    public facts of the rounds in ``procedure``, never the number of clients
+    or participations (at q = 1 the participations are T times the number of
+    clients, which user-level DP protects). Under DP α̃_j depends on the data
+    only through the released histograms; without DP α_j uses the exact
+    class counts (secure aggregation claims no DP).
+
+    Public inputs: T, q, (C+, C−), the number of classes and bins.
 
     References
     ----------
@@ -439,5 +453,10 @@ def fit_multiclass_binning(
         n_classes=c,
         input_kind=fed.kind,
         receipt=schedule.mechanism.receipt.as_dict(),
-        procedure=procedure_record(schedule, f"2c = {2 * c} one-vs-rest histograms of {bins} bins"),
+        procedure=procedure_record(
+            schedule,
+            f"2c = {2 * c} one-vs-rest histograms of {bins} bins",
+            variance=hist.round_variance,
+            clip=client_clip(privacy),
+        ),
     )

@@ -36,6 +36,7 @@ from fedeval.calibration.scaling_maps import (
 )
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
+from fedeval.privacy.mechanism_for import client_clip
 from fedeval.privacy.models import PrivacyModel
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_int_at_least, check_positive
@@ -117,6 +118,7 @@ def fit_scaling(
     max_iter: int = 50,
     server_lr: float = 1.0,
     l2: float = 0.0,
+    population: int | None = None,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
 ) -> ScalingCalibrator:
@@ -145,6 +147,13 @@ def fit_scaling(
         missing some classes the unpenalised vector/matrix/op-vector NLL has no
         finite minimiser, so only ``max_iter`` stops the local fit; a small λ
         keeps local parameters finite.
+    population : int, optional
+        Under DP, the population size K of DP-FedAvg's fixed denominator q·K,
+        declared as a public input (recorded in the receipt and in
+        ``procedure["population"]``). Default: a count of the clients released
+        with 5% of ε and δ, composed with the rounds in the receipt (see
+        :mod:`fedeval.calibration.fedavg`). Never the true number of clients,
+        which user-level DP protects. Unused without DP.
     rng : int, Generator or None
     ledger : BudgetLedger, optional
         Charged for all rounds, once, before the first round.
@@ -170,13 +179,19 @@ def fit_scaling(
     * FedTemp averages τ itself (the paper's A = 1/τ with τ shared).
 
     Privacy: user-level (ε, δ)-DP under UserLevelDP by RDP accounting of T
-    Poisson-subsampled Gaussian rounds; no DP with SecureAggregation (the
+    Poisson-subsampled rounds, composed with the release of the population
+    size unless ``population`` is declared; no DP with SecureAggregation (the
     server learns the exact average). Charged once, before the first round; the
-    calibrator carries the ``receipt`` and the facts of the rounds (``procedure``).
+    calibrator carries the ``receipt`` and the public facts of the rounds
+    (``procedure``), no exact count of clients or participations.
+
+    Public inputs: T, q, C, the scaling family, the number of classes and a
+    declared ``population``.
 
     References
     ----------
     .. [1] Multiclass paper, Algorithm 2, §4.2–4.3, Appendices B.1, B.2, B.6.
+    .. [2] McMahan et al. (2018), DP-FedAvg (fixed-denominator estimator).
     """
     t, p_rate = check_procedure(fed, rounds, sampling_rate)
     if family not in FAMILIES:
@@ -207,7 +222,7 @@ def fit_scaling(
         def project(w: NDArray[np.float64]) -> NDArray[np.float64]:
             return np.clip(w, *_TEMPERATURE_BOUNDS)
 
-    w, schedule = fedavg(
+    run = fedavg(
         fed,
         logits,
         centre,
@@ -221,14 +236,21 @@ def fit_scaling(
         ledger=ledger,
         bounds=bounds,
         project=project,
+        population=population,
     )
+    w = run.params
+    procedure = procedure_record(
+        run.schedule,
+        f"the sum of {w.size} clipped {family}-scaling parameter updates",
+        variance=run.round_variance,
+        clip=client_clip(privacy),
+    )
+    procedure["population"] = run.population
     return ScalingCalibrator(
         family,
         w,
         n_classes=c,
         input_kind=fed.kind,
-        receipt=schedule.mechanism.receipt.as_dict(),
-        procedure=procedure_record(
-            schedule, f"the sum of {w.size} clipped {family}-scaling parameter updates"
-        ),
+        receipt=run.receipt.as_dict(),
+        procedure=procedure,
     )

@@ -12,6 +12,8 @@ an estimate. Nothing here draws noise or charges a budget.
 * :mod:`~fedeval.sketches.rank_sums` — vertical-FL rank sums and label counts.
 * :mod:`~fedeval.sketches.class_histograms` — one-vs-rest histograms (multiclass).
 * :mod:`~fedeval.sketches.scaler_updates` — clipped parameter updates of a scaler.
+* :mod:`~fedeval.sketches.client_count` — the number of participating clients.
+* :mod:`~fedeval.sketches.fixed_point` — how real values are sent as integers.
 """
 
 from __future__ import annotations
