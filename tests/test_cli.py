@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -204,3 +205,85 @@ def test_calibrate_bad_input_leaves_no_files(
     assert main([*args, "--privacy", "sa", "--method", "temperature"]) == 2
     assert "binary" in capsys.readouterr().err
     assert not out.exists()
+
+
+# ------------------------------------------------- issue 12: only public facts under DP
+N_PRIVATE, N_POS_PRIVATE, N_CLIENTS_PUBLIC = 1237, 611, 13
+
+
+def _private_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(4)
+    y = np.zeros(N_PRIVATE, dtype=int)
+    y[rng.choice(N_PRIVATE, N_POS_PRIVATE, replace=False)] = 1
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.15), 0, 1)
+    return pd.DataFrame({"score": s, "label": y, "client": np.arange(N_PRIVATE) % 13})
+
+
+def _mentions_a_private_count(text: str) -> bool:
+    counts = (N_PRIVATE, N_POS_PRIVATE, N_PRIVATE - N_POS_PRIVATE)
+    return any(re.search(rf"(?<![\d.]){c}(?:\.0+)?(?![\d.])", text) for c in counts)
+
+
+@pytest.fixture
+def private_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "private.csv"
+    _private_frame().to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_evaluate_under_dp_prints_only_public_facts(
+    private_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    """Issue 12, finding 1 / point 3: ``print(fed)`` showed the exact number of examples."""
+    base = ["evaluate", str(private_csv), "--score", "score", "--label", "label"]
+    base += ["--client", "client", "--out", str(tmp_path / "rep"), "--seed", "0"]
+    extra = ["--json"] if as_json else []
+    assert main([*base, "--privacy", "distdp", "--epsilon", "1", *extra]) == 0
+    out = capsys.readouterr().out
+    assert not _mentions_a_private_count(out), out
+    assert str(N_CLIENTS_PUBLIC) in out
+    # Without DP (secure aggregation) the count is no secret and is shown.
+    assert main([*base, "--privacy", "sa", *extra]) == 0
+    assert str(N_PRIVATE) in capsys.readouterr().out
+
+
+def test_evaluate_takes_a_declared_example_count(
+    private_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["evaluate", str(private_csv), "--score", "score", "--label", "label"]
+    args += ["--client", "client", "--privacy", "distdp", "--epsilon", "1", "--examples", "5000"]
+    assert main([*args, "--out", str(tmp_path / "rep"), "--seed", "0", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["summary"]["parameters"]["n_examples"] == 5000
+    assert payload["federation"]["n_examples"] == 5000
+    assert "declared" in payload["federation"]["n_examples_source"]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_demo_prints_only_public_facts(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    as_json: bool,
+) -> None:
+    import fedeval as fe
+
+    monkeypatch.setattr(fe.demo, "demo_frame", lambda *a, **k: _private_frame())
+    extra = ["--json"] if as_json else []
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--quiet", *extra]) == 0
+    out = capsys.readouterr().out
+    assert not _mentions_a_private_count(out), out
+    assert str(N_CLIENTS_PUBLIC) in out
+
+
+def test_one_class_under_dp_is_released_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = tmp_path / "one.csv"
+    pd.DataFrame({"s": np.linspace(0, 1, 50), "y": 1}).to_csv(one, index=False)
+    args = ["evaluate", str(one), "--score", "s", "--label", "y", "--privacy", "distdp"]
+    with pytest.warns(UserWarning, match="released"):
+        code = main([*args, "--epsilon", "1", "--out", str(tmp_path / "a"), "--seed", "1"])
+    assert code == 0
+    assert (tmp_path / "a" / "report.html").exists()

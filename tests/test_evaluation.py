@@ -5,6 +5,9 @@ The comparisons with scikit-learn are in tests/reference/test_evaluate_vs_sklear
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from typing import Any
 
 import numpy as np
@@ -164,3 +167,153 @@ def test_bad_input() -> None:
         fe.evaluate(fed, fe.SecureAggregation(), interpolation="cubic")
     with pytest.raises(ValueError):
         fe.DistributedDP(epsilon=0)
+
+
+# ------------------------------------------------- issue 12: public inputs only
+def _clients_fed(n: int, n_clients: int = 10, seed: int = 0) -> fe.Federation:
+    """``n`` examples over ``n_clients`` clients (every client holds at least one)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.5).astype(int)
+    y[:2] = (0, 1)
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1)
+    return fe.Federation.from_arrays(s, y, np.arange(n) % n_clients)
+
+
+@pytest.mark.parametrize(
+    "privacy", [fe.DistributedDP(1.0), fe.CentralDP(1.0)], ids=["distdp", "central"]
+)
+def test_published_parameters_do_not_depend_on_the_private_example_count(
+    privacy: Any,
+) -> None:
+    """Issue 12, finding 1: 64 vs 65 examples changed the planned height from 4 to 5.
+
+    Under add/remove of one example the number of examples is private, so the
+    height, buckets, quantiles, the plan and the number of receipt rows (one per
+    level) must be the same for both; the number of clients (10) is public.
+    """
+    small, large = _clients_fed(64), _clients_fed(65)
+    a = fe.evaluate(small, privacy, rng=0)
+    b = fe.evaluate(large, privacy, rng=0)
+    assert a.parameters == b.parameters
+    assert a.plan == b.plan
+    assert len(a.privacy_receipt()) == len(b.privacy_receipt())
+    assert a.parameters["n_examples"] is None
+    assert a.parameters["n_clients"] == 10
+    assert a.plan.n_examples == 10  # planned as if one example per client
+
+
+def _mentions(text: str, number: int) -> bool:
+    """Whether ``number`` appears in ``text`` as a whole number (also as ``1237.0``)."""
+    return re.search(rf"(?<![\d.]){number}(?:\.0+)?(?![\d.])", text) is not None
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [fe.DistributedDP(1.0), fe.CentralDP(1.0), fe.DistributedDP(1.0, contribution_bound=200)],
+    ids=["distdp", "central", "distdp-bounded"],
+)
+def test_nothing_published_holds_the_exact_counts(privacy: Any, tmp_path: Any) -> None:
+    """Parameters, plan, summary, receipt and report hold no exact example or class count."""
+    rng = np.random.default_rng(5)
+    n, n_pos = 1237, 611
+    y = np.zeros(n, dtype=int)
+    y[rng.choice(n, n_pos, replace=False)] = 1
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1)
+    fed = fe.Federation.from_arrays(s, y, np.arange(n) % 13)
+    ev = fe.evaluate(fed, privacy, rng=0, bootstrap_replicates=5)
+    paths = fe.report.write_report({"x": ev}, tmp_path)
+    published = [
+        json.dumps(ev.parameters, default=str),
+        json.dumps(ev.plan.as_dict(), default=str),
+        repr(ev.plan),
+        json.dumps(ev.summary(), default=float),
+        json.dumps(ev.privacy_receipt(), default=str),
+        *(p.read_text() for p in paths.values()),
+    ]
+    for text in published:
+        for count in (n, n_pos, n - n_pos):
+            assert not _mentions(text, count), (count, text[:300])
+    assert "clients" in json.dumps(ev.parameters["public_inputs"])
+    assert "Public inputs: 13 participating clients" in paths["markdown"].read_text()
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [
+        fe.SecureAggregation(),
+        fe.LocalDP(2.0),
+        fe.DistributedDP(1.0, neighbouring="replace"),
+        fe.CentralDP(1.0, neighbouring="replace"),
+    ],
+    ids=["sa", "ldp", "distdp-replace", "central-replace"],
+)
+def test_a_public_example_count_is_used(privacy: Any) -> None:
+    """Where the model makes n public (or adds no noise), planning uses the true n."""
+    fed = _clients_fed(300)
+    ev = fe.evaluate(fed, privacy, rng=0, bootstrap_replicates=5)
+    assert ev.parameters["n_examples"] == 300
+    assert ev.plan.n_examples == 300
+    assert ev.plan == fe.plan(privacy, n_clients=10, n_examples=300)
+
+
+def test_a_declared_example_count_is_a_public_input() -> None:
+    fed = _clients_fed(300)
+    privacy = fe.DistributedDP(1.0)
+    ev = fe.evaluate(fed, privacy, n_examples=5000, rng=0, bootstrap_replicates=5)
+    assert ev.plan == fe.plan(privacy, n_clients=10, n_examples=5000)
+    assert ev.parameters["n_examples"] == 5000
+    assert "declared" in ev.parameters["public_inputs"]["n_examples"]
+    # Only a planning input: nothing is checked against the data (that would be a leak).
+    other = fe.evaluate(_clients_fed(40), privacy, n_examples=5000, rng=0, bootstrap_replicates=5)
+    assert other.parameters == ev.parameters
+    with pytest.raises(ValueError, match="n_examples"):
+        fe.evaluate(fed, privacy, n_examples=0)
+
+
+# ------------------------------------------------- issue 12: always release under DP
+@pytest.mark.parametrize(
+    "privacy",
+    [fe.DistributedDP(1.0), fe.LocalDP(2.0), fe.CentralDP(1.0)],
+    ids=["distdp", "ldp", "central"],
+)
+@pytest.mark.parametrize("label", [0, 1])
+def test_one_class_under_dp_is_released_with_a_warning(privacy: Any, label: int) -> None:
+    """Issue 12, finding 6: no data-dependent refusal under DP; a warning, no exact count."""
+    n = 203
+    s = np.linspace(0, 1, n)
+    fed = fe.Federation.from_arrays(s, np.full(n, label), np.arange(n) % 7)
+    for seed in range(3):
+        with pytest.warns(UserWarning, match="released") as record:
+            ev = fe.evaluate(fed, privacy, rng=seed, bootstrap_replicates=20)
+        assert ev.epsilon_spent == pytest.approx(privacy.epsilon)
+        for w in record:
+            assert not _mentions(str(w.message), n)
+        # Every metric is a number or NaN, never an exception.
+        auc, ap = ev.roc_auc, ev.average_precision
+        assert math.isnan(auc) or math.isfinite(auc)
+        assert math.isnan(ap) or math.isfinite(ap)
+        _ = ev.roc_auc_se, ev.average_precision_se, ev.roc_curve(), ev.roc_band()
+        _ = ev.precision_recall_curve(), ev.at_threshold(0.5)
+        summary = ev.summary()
+        if not privacy.example_count_public:
+            assert not _mentions(str(summary["parameters"]), n)
+
+
+def test_small_release_under_ldp_has_standard_errors() -> None:
+    """A bootstrap replicate with an empty class is skipped, not an exception."""
+    fed = _clients_fed(65)
+    ev = fe.evaluate(fed, fe.LocalDP(2.0), rng=0)
+    summary = ev.summary()
+    assert math.isfinite(summary["roc_auc_se"]) or math.isnan(summary["roc_auc_se"])
+    assert summary["average_precision_se"] >= 0 or math.isnan(summary["average_precision_se"])
+
+
+def test_format_errors_still_raise_under_dp() -> None:
+    s = np.linspace(0, 1, 10)
+    with pytest.raises(ValueError, match="binary"):
+        fe.evaluate(
+            fe.Federation.from_arrays(np.c_[s, 1 - s], np.arange(10) % 2),
+            fe.DistributedDP(1.0),
+        )
+    with pytest.raises(TypeError):
+        fe.evaluate(s, fe.DistributedDP(1.0))  # type: ignore[arg-type]

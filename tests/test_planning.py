@@ -101,6 +101,21 @@ def test_n_examples_drive_the_bounds_and_privacy_is_case_insensitive() -> None:
     assert p.height == q.height and p.predicted_error == q.predicted_error
 
 
+def test_the_plan_uses_public_inputs_only_and_says_which() -> None:
+    """Issue 12, finding 1: the plan is published, so M must be public.
+
+    Without a (public) number of examples the plan takes M = n_clients and says
+    so; the docstring tells callers to pass only public counts.
+    """
+    p = fe.plan(fe.DistributedDP(1.0), n_clients=10)
+    assert p.n_examples == 10
+    assert any("n_examples not given" in n for n in p.notes)
+    q = fe.plan(fe.DistributedDP(1.0), n_clients=10, n_examples=64)
+    assert not any("n_examples not given" in n for n in q.notes)
+    doc = fe.plan.__doc__ or ""
+    assert "Public inputs only" in doc and "public" in doc.split("n_examples : int")[1][:200]
+
+
 # -------------------------------------------------------------- bad input
 @pytest.mark.parametrize("n", [0, -5])
 def test_too_few_clients_is_an_error(n: int) -> None:

@@ -7,6 +7,11 @@
 ``fedeval flower-sim`` the Flower apps (SecAgg+) on N simulated clients (needs fedeval[flower])
 
 Exit status 0 on success, 2 with a one-line reason on bad input.
+
+Under differential privacy the commands print only public facts about the
+data: the task, the number of clients and the score domain, and the number of
+examples only when the privacy model makes it public or it was declared with
+``--examples``. Everything else shown comes from the noisy release.
 """
 
 from __future__ import annotations
@@ -38,6 +43,43 @@ def _privacy(args: argparse.Namespace) -> PrivacyModel:
     if name == "distdp" and getattr(args, "noise", None):
         kwargs["noise"] = args.noise
     return privacy_model(name, epsilon=args.epsilon, delta=getattr(args, "delta", None), **kwargs)
+
+
+def _public_facts(
+    fed: Any, models: Sequence[PrivacyModel], declared: int | None = None
+) -> dict[str, Any]:
+    """What may be printed about a federation evaluated under all of ``models``.
+
+    The task, the number of clients and the score domain are public; the
+    number of examples only if it was declared or every model makes it public
+    (see :func:`fedeval.planning.public_example_count`).
+    """
+    from fedeval.planning import public_example_count
+
+    facts: dict[str, Any] = {
+        "kind": fed.kind,
+        "n_clients": int(fed.n_clients),
+        "n_classes": int(fed.n_classes),
+        "score_range": [float(v) for v in fed.score_range],
+    }
+    counts = [public_example_count(m, fed.n_examples, declared=declared) for m in models]
+    if counts and all(c is not None for c, _ in counts):
+        facts["n_examples"] = counts[0][0]
+        facts["n_examples_source"] = counts[0][1]
+    else:
+        facts["n_examples"] = None
+        facts["n_examples_source"] = next(s for c, s in counts if c is None)
+    return facts
+
+
+def _describe(facts: dict[str, Any]) -> str:
+    lo, hi = facts["score_range"]
+    m = facts["n_examples"]
+    examples = f"{m} examples" if m is not None else "number of examples not public"
+    return (
+        f"federation: {facts['kind']} task, {facts['n_clients']} clients, "
+        f"score domain [{lo:g}, {hi:g}], {examples}"
+    )
 
 
 def _exact(scores: np.ndarray, labels: np.ndarray, thresholds: Sequence[float]) -> dict[str, Any]:
@@ -161,14 +203,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     steps.update()
     steps.close()
     rows = _metric_rows(evs, exact, 0.5)
+    facts = _public_facts(fed, list(settings.values()))
     if args.json:
         print(
             json.dumps(
-                {"federation": repr(fed), "rows": rows, "report": str(paths["html"])}, default=float
+                {"federation": facts, "rows": rows, "report": str(paths["html"])}, default=float
             )
         )
     else:
-        print(f"{fed}")
+        print(_describe(facts))
         _print_table(rows)
         print(f"\nreport: {paths['html']}  (markdown: {paths['markdown']})")
     return 0
@@ -193,6 +236,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     ev = fe.evaluate(
         fed,
         privacy,
+        n_examples=args.examples,
         height=args.height,
         branching=args.branching,
         n_buckets=args.buckets,
@@ -204,10 +248,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     name = model_label(privacy)
     exact = _exact(fed.scores, fed.labels, args.thresholds) if args.compare_exact else None
     paths = fe.report.write_report({name: ev}, args.out, thresholds=args.thresholds, exact=exact)
+    facts = _public_facts(fed, [privacy], args.examples)
     if args.json:
-        print(json.dumps({"summary": ev.summary(), "report": str(paths["html"])}, default=float))
+        print(
+            json.dumps(
+                {"federation": facts, "summary": ev.summary(), "report": str(paths["html"])},
+                default=float,
+            )
+        )
     else:
-        print(f"{fed}\n{ev.tree.guarantee}")
+        print(f"{_describe(facts)}\n{ev.tree.guarantee}")
         _print_table(_metric_rows({name: ev}, exact, args.thresholds[0]))
         print(f"\nreport: {paths['html']}")
     return 0
@@ -290,7 +340,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(json.dumps({k: str(v) for k, v in paths.items()}))
     else:
         print(
-            f"{fed}\ncalibrated by {args.method} on {train.n_clients} clients, "
+            f"{_describe(_public_facts(fed, [privacy]))}\n"
+            f"calibrated by {args.method} on {train.n_clients} clients, "
             f"checked on {test.n_clients} held-out clients"
         )
         print(f"calibrator: {paths['calibrator']}\nreport: {paths['html']}")
@@ -325,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--epsilon", type=float, default=None)
     ev.add_argument("--noise", choices=["polya", "skellam"], default=None)
     ev.add_argument("--delta", type=float, default=None)
+    ev.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        help="a number of examples you declare public (used to choose the parameters)",
+    )
     ev.add_argument("--height", type=int, default=None)
     ev.add_argument("--branching", type=int, default=2)
     ev.add_argument("--buckets", type=int, default=None)

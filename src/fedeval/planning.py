@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from fedeval.privacy.models import PrivacyModel, Regime, privacy_model
 from fedeval.validation import check_int_at_least
 
-__all__ = ["ERROR_CONSTANTS", "Plan", "error_rates", "plan"]
+__all__ = ["ERROR_CONSTANTS", "Plan", "error_rates", "plan", "public_example_count"]
 
 #: C in "predicted error = C × rate", per (noise regime, metric); see the module docstring.
 #: "exact" is secure aggregation, "central" noise on the aggregate (distributed or
@@ -79,6 +79,12 @@ class Plan:
         The privacy model in words.
     regime : {"exact", "central", "local"}
         The model's noise regime, which the planning rules depend on.
+    n_clients : int
+        The number of participating clients (a public input).
+    n_examples : int
+        M of the rules and predictions: the public number of examples given
+        to :func:`plan`, or ``n_clients`` when none was given (a note says so).
+    epsilon : float
     height, branching : int
         Of the released hierarchy.
     n_buckets : int
@@ -146,12 +152,14 @@ def plan(
         The model of the release (its regime decides the rules below), or a
         short name ("sa", "distdp", "ldp", ...) together with ``epsilon``.
     n_clients : int
-        M in the papers (one example per client unless ``n_examples`` is given).
+        The number of participating clients, a public input; M in the papers
+        (one example per client) unless ``n_examples`` is given.
     epsilon : float, optional
         Only with a short name: the privacy budget of the release.
     n_examples : int, optional
-        Total examples (default: ``n_clients``). Bounds use the number of
-        examples, the papers' M.
+        A *public* number of examples (default: ``n_clients``); bounds use the
+        number of examples, the papers' M. Pass it only when it is public: the
+        chosen parameters are published with every release planned from them.
     branching : int
         b >= 2.
     target_error : float
@@ -163,6 +171,14 @@ def plan(
 
     Notes
     -----
+    Public inputs only: the plan is a function of its arguments, which must
+    all be public (the model, ``n_clients``, a declared or public
+    ``n_examples``), because its choices (the height above all, which sets the
+    number of receipt rows) are published with the release. Never pass an
+    exact private count: :func:`fedeval.evaluate` passes the number of
+    examples only when the privacy model makes it public, when the model adds
+    no noise, or when the caller declared it.
+
     Rules (b = 2 unless given; "DistDP" stands for every central-noise model,
     "LDP" for local models):
 
@@ -184,6 +200,7 @@ def plan(
         else m_clients
     )
     b = check_int_at_least(branching, 2, name="branching")
+    m_given = n_examples is not None
     if isinstance(privacy, str):
         model = privacy_model(privacy, epsilon=epsilon)
     else:
@@ -199,6 +216,11 @@ def plan(
         "fedeval.planning); the ECE prediction is the bare rate (C = 1, not fitted), an "
         "order of magnitude"
     ]
+    if not m_given:
+        notes.append(
+            "n_examples not given: planned with M = n_clients (one example per client); "
+            "give a public n_examples (a declared size) to plan for more examples"
+        )
     eps = float(model.epsilon)
     if key == "exact":
         h = 14 if b == 2 else max(1, math.ceil(14 * math.log(2) / math.log(b)))
@@ -286,4 +308,44 @@ def error_rates(chosen: Plan) -> dict[str, float]:
         chosen.branching**chosen.height,
         chosen.n_buckets,
         chosen.n_quantiles,
+    )
+
+
+def public_example_count(
+    privacy: PrivacyModel, n_examples: int, *, declared: int | None = None
+) -> tuple[int | None, str]:
+    """The number of examples that may be used to choose parameters, and why.
+
+    Parameters
+    ----------
+    privacy : privacy model
+    n_examples : int
+        The true number of examples (used only where it is public).
+    declared : int, optional
+        A number the caller declares public (e.g. a published cohort size or a
+        public bound); it is used as is and never compared with the data (a
+        comparison would itself depend on the data).
+
+    Returns
+    -------
+    count : int or None
+        ``declared`` if given; else ``n_examples`` when the model adds no noise
+        (regime ``"exact"``) or makes the count public
+        (``privacy.example_count_public``: local DP, label DP, replacement of
+        one example); else None (plan from the number of clients).
+    source : str
+        Where the count came from, in words (stored in ``parameters["public_inputs"]``).
+    """
+    if declared is not None:
+        count = check_int_at_least(declared, 1, name="n_examples")
+        return count, "declared public by the caller (used for planning only, not checked)"
+    if getattr(privacy, "regime", None) == "exact":
+        return n_examples, "public: the privacy model adds no noise"
+    if bool(getattr(privacy, "example_count_public", False)):
+        return n_examples, (
+            "public under the privacy model (neighbouring datasets have the same number of examples)"
+        )
+    return None, (
+        "not public under the privacy model: parameters planned from the number of clients "
+        "(pass n_examples= to declare a public count)"
     )

@@ -88,10 +88,11 @@ def _rates(ecdf: PrivateECDF, name: str) -> NDArray[np.float64]:
     """1 − count/total at every released point (total = the released class total)."""
     top = float(ecdf.counts[-1])
     if top < 1.0:
+        # Decided from the released total only; under DP a refusal here would depend on the data.
         warnings.warn(
-            f"the released total of {name} is {top:.3g} < 1; using 1 as the denominator "
-            "(degenerate: almost no examples of this class)",
-            RuntimeWarning,
+            f"the released total of {name} is below 1 ({top:.3g}); using 1 as the denominator "
+            "(degenerate: the class is empty or small against the noise)",
+            UserWarning,
             stacklevel=3,
         )
         top = 1.0
@@ -140,13 +141,25 @@ def dp_roc_curve(
     Raises
     ------
     ValueError, TypeError
-        Bad scores, labels (non-binary, length mismatch), grid, or privacy arguments.
+        Bad scores, labels (non-binary, length mismatch), grid, or privacy
+        arguments. Never on the data's content: one class only is released
+        like any other labels.
+
+    Warns
+    -----
+    UserWarning
+        When a class's released total is below 1 (the class is empty or small
+        against the noise); 1 is used as its denominator. Decided from the
+        released total only.
 
     Notes
     -----
     Privacy: two releases at half the budget each (Theorem 1 per class: one
     replaced example changes each class's counts on an interval or a suffix),
     composed sequentially; rates, smoothing and AUC are post-processing.
+    Public inputs: the grid, and the number of examples only where the model
+    makes it public (replacement of one example); the class sizes are
+    released counts.
 
     References
     ----------

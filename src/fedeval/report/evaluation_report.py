@@ -116,6 +116,14 @@ def write_report(
     Returns
     -------
     dict of name → path
+
+    Notes
+    -----
+    Public inputs: the report shows what each :class:`~fedeval.evaluation.Evaluation`
+    publishes (metrics from the release, its parameters, its receipt) and the
+    public inputs its parameters were planned from; under differential privacy
+    that holds no exact count of the data. ``exact`` is the one exception, for
+    simulations: whatever the caller passes there is shown as given.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -171,8 +179,11 @@ def write_report(
         "## Privacy receipt",
         "",
     ]
+    inputs = {name: _public_inputs(ev) for name, ev in evaluations.items()}
     for name, rec in receipts.items():
         md.append(f"**{name}** — {evaluations[name].tree.guarantee}")
+        md.append("")
+        md.append(f"Public inputs: {inputs[name]}")
         md.append("")
         md.append(md_table(rec))
         md.append("")
@@ -191,9 +202,14 @@ td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#f
 <h2>Summary</h2>{html_table(rows)}
 <h2>Threshold metrics</h2>{html_table(thr_rows)}
 <h2>Privacy receipt</h2>
-{"".join(f"<h3>{html.escape(n)}</h3><p>{html.escape(str(evaluations[n].tree.guarantee))}</p>{html_table(r)}" for n, r in receipts.items())}
+{"".join(f"<h3>{html.escape(n)}</h3><p>{html.escape(str(evaluations[n].tree.guarantee))}</p><p>Public inputs: {html.escape(inputs[n])}</p>{html_table(r)}" for n, r in receipts.items())}
 </body></html>"""
-    payload = {"summary": rows, "threshold_metrics": thr_rows, "privacy": receipts}
+    payload = {
+        "summary": rows,
+        "threshold_metrics": thr_rows,
+        "privacy": receipts,
+        "public_inputs": inputs,
+    }
     targets = {
         "html": out / "report.html",
         "markdown": out / "report.md",
@@ -206,6 +222,15 @@ td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#f
     }
     write_all_or_nothing({targets[k]: contents[k] for k in targets})
     return targets
+
+
+def _public_inputs(ev: Evaluation) -> str:
+    """The public inputs the evaluation's parameters were planned from, in words."""
+    p = ev.parameters
+    m = p.get("n_examples")
+    source = p.get("public_inputs", {}).get("n_examples", "")
+    examples = f"{m} examples ({source})" if m is not None else f"number of examples {source}"
+    return f"{p.get('n_clients')} participating clients; {examples}"
 
 
 def md_table(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -58,7 +58,8 @@ class VerticalAUC:
     Attributes
     ----------
     roc_auc : float
-        The estimated AUC (unclipped; may leave [0, 1] under heavy noise).
+        The estimated AUC (unclipped; may leave [0, 1] under heavy noise); NaN
+        when the released positive count P̄ leaves (0, M).
     roc_auc_se : float
         Plug-in delta-method standard error from the noise distribution (0
         without noise; NaN if the released counts make it undefined).
@@ -176,12 +177,16 @@ def _inputs(
             "the server must score exactly the label parties' examples"
         )
     ids = check_client_ids(ids, y.shape[0])
+    return s, y, ids
+
+
+def _refuse_single_class(y: NDArray[np.int8]) -> None:
+    """Without DP only: a single class makes eq. (1) undefined (under DP this would leak)."""
     n_pos = int(y.sum())
     if n_pos == 0 or n_pos == y.shape[0]:
         raise ValueError(
             f"labels contain a single class ({n_pos} positives of {y.shape[0]}); the AUC is undefined"
         )
-    return s, y, ids
 
 
 def rank_federation(protocol: RankProtocol, labels: NDArray[Any]) -> Federation:
@@ -212,11 +217,30 @@ def release_rank_sums(
     return release(fed, sketch, privacy, path=path, rng=rng, ledger=ledger)
 
 
-def _warn_counts(what: str, value: float, m: int, *, stacklevel: int) -> None:
+def _count_variance(rel: Release, k: int) -> float:
+    """Noise variance of P̄ = Σ_k localP'_k (the first k released coordinates are the counts)."""
+    if rel.covariance is not None:
+        ones = np.zeros(rel.covariance.shape[0])
+        ones[:k] = 1.0
+        return float(ones @ (rel.covariance @ ones))
+    return float(np.sum(np.asarray(rel.variance, dtype=np.float64)[:k]))
+
+
+def _warn_counts(value: float, sd: float, m: int, *, stacklevel: int) -> None:
+    """Warn from released values only: P̄, its noise sd and the public M."""
     if not (0 < value < m):
         warnings.warn(
-            f"{what} = {value:.4g} is outside (0, M={m}); the noise swamps the class counts and "
-            "the AUC estimate is unreliable (increase epsilon or the number of examples)",
+            f"the released positive count P̄ = {value:.4g} is outside (0, M={m}): a class is "
+            "empty or the noise swamps the class counts; the AUC is NaN (increase epsilon or "
+            "the number of examples)",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+    elif min(value, m - value) < 3.0 * sd:
+        warnings.warn(
+            f"the released positive count P̄ = {value:.4g} is within 3 noise standard deviations "
+            f"({sd:.3g}) of 0 or M={m}: a class is empty or small against the noise and the AUC "
+            "estimate is unreliable",
             UserWarning,
             stacklevel=stacklevel,
         )
@@ -286,7 +310,8 @@ def auc(
     Raises
     ------
     ValueError
-        On labels that are not 0/1 or of a single class, lengths that disagree,
+        On labels that are not 0/1, of a single class without DP (the exact
+        protocol; under label DP a single class is released, see Warns), lengths that disagree,
         a declared client with no examples, α or β outside (0, 1), or an
         allocation the rank sensitivity does not support.
     TypeError
@@ -298,13 +323,19 @@ def auc(
     Warns
     -----
     UserWarning
-        When the noisy positive count leaves (0, M), so the estimate is unreliable.
+        Under DP, when the released positive count P̄ leaves (0, M) (the AUC
+        is then NaN) or lies within 3 noise standard deviations of 0 or M (a
+        class is empty or small; the estimate is unreliable). Decided from
+        released values and public M only, so it reveals nothing more.
 
     Notes
     -----
     Privacy: unit "label" (neighbouring datasets differ in one label; scores
     and the client assignment are public to the server, §3), as the receipt
-    states. Each call is one release: repeated calls on the same labels compose.
+    states. Public inputs: the scores (hence M and the ranks), the client of
+    every example and the parameters; labels enter only through the release.
+    Under DP there is no refusal that depends on the labels: a single class is
+    released like any other labels. Each call is one release: repeated calls on the same labels compose.
     The estimate is reported unclipped; with randomized response it is
     Algorithm 3's debiased AUC (the linear debiasing of the rank sums gives the
     same value), with Laplace noise a ratio with O(1/M) bias.
@@ -330,6 +361,8 @@ def auc(
         else (LabelDP(epsilon) if epsilon is not None else SecureAggregation())
     )
     s, y, ids = _inputs(scores, labels, client_of_example)
+    if getattr(model, "regime", None) == "exact":
+        _refuse_single_class(y)
     a = check_probability(alpha, name="alpha", open_high=True)
     b = check_probability(beta, name="beta", open_high=True)
     client_ids, index = index_clients(ids, clients)
@@ -344,9 +377,12 @@ def auc(
     value = float(auc_from_rank_sum(float(sums.local_sum.sum()), p_bar, m))
     se = 0.0
     if rel.guarantee.is_private:
-        _warn_counts("the released positive count P̄", p_bar, m, stacklevel=2)
+        sd = math.sqrt(max(_count_variance(rel, protocol.n_clients), 0.0))
+        _warn_counts(p_bar, sd, m, stacklevel=2)
         se = math.nan
-        if 0 < p_bar < m and math.isfinite(value):
+        if not 0 < p_bar < m:
+            value = math.nan  # eq. (1) needs P̄ and M − P̄ positive
+        elif math.isfinite(value):
             se = math.sqrt(max(auc_variance(rel, auc=value, n_pos=p_bar), 0.0))
     return VerticalAUC(
         roc_auc=value,
