@@ -8,26 +8,32 @@ the sum of client shares.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import fedeval as fe
-from fedeval.flower.decode import build_evaluation, decode_ldp, decode_sum
-from fedeval.flower.plan import EvaluationPlan
+from fedeval.flower.decode import build_evaluation, decode_ldp, decode_sum, release_mechanism
+from fedeval.flower.plan import EvaluationPlan, with_client_bound
 from fedeval.flower.replies import (
     NotEnoughClientsError,
     ReplyOutOfRangeError,
     ReplyRange,
     check_enough_clients,
     check_reply,
+    client_reply,
     encode_client,
     reply_range,
 )
+from fedeval.flower.run_privacy import charge_run, check_run, ledger_record
 from fedeval.flower.secagg import choose_clipping_range, clipping_delta, secagg_parameters
+from fedeval.privacy.ledger import BudgetExceededError
+from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.mechanisms.polya import polya_difference_epsilon
 from fedeval.privacy.models import model_from_dict, model_to_dict
 from fedeval.privacy.noise import PolyaShareNoise
+from fedeval.privacy.receipt import Receipt
 from helpers import release_hierarchy
 
 
@@ -108,12 +114,51 @@ def test_sa_client_encodings_sum_to_the_in_process_release() -> None:
     assert ev.parameters["n_clients"] == fed.n_clients
 
 
-def test_client_above_declared_bound_refuses() -> None:
+def test_client_above_the_public_bound_subsamples_itself() -> None:
+    """Issue 12: a client above ``max_examples`` keeps that many of its examples,
+    chosen uniformly at random with its own rng, instead of refusing (a refusal
+    named the client and revealed that it was above the bound)."""
+    scores = np.array([0.05, 0.3, 0.55, 0.8, 0.95])
+    labels = np.array([1, 0, 1, 0, 1])
     fed = _fed(200, 5)
     plan = _plan(fe.SecureAggregation(), fed, max_examples=3)
-    v = fed.client(0)
-    with pytest.raises(ValueError, match="max_examples"):
-        encode_client(plan, v.scores, v.labels, np.random.default_rng(0))
+    assert plan.client_bound == 3
+    leaves = plan.spec.n_leaves
+    kept = np.zeros(2 * leaves)
+    reps = 3000
+    for seed in range(reps):
+        vec = encode_client(plan, scores, labels, np.random.default_rng(seed))
+        assert vec.sum() == 3  # exactly the bound, each example once
+        kept += vec
+    # Each example is kept with probability 3/5 (binomial standard error).
+    one = plan.spec.encode_levels(scores, labels)[-2 * leaves :]
+    expected = 0.6 * reps * one
+    se = math.sqrt(reps * 0.6 * 0.4)
+    assert np.all(np.abs(kept - expected) <= 5 * se * one)
+    # At or below the bound nothing is dropped.
+    vec = encode_client(plan, scores[:3], labels[:3], np.random.default_rng(0))
+    np.testing.assert_array_equal(
+        vec, plan.spec.encode_levels(scores[:3], labels[:3])[-2 * leaves :]
+    )
+
+
+def test_distdp_plan_carries_the_public_bound_as_contribution_bound() -> None:
+    """Issue 12: under DistDP the clients' subsampling to the public bound is a
+    contribution bound, so the model carries it and the noise covers the swap an
+    added example can cause (L1 = 2 per level)."""
+    bounded = with_client_bound(fe.DistributedDP(epsilon=1.0), 7)
+    assert bounded == fe.DistributedDP(epsilon=1.0, contribution_bound=7)
+    plan = _plan(bounded, _fed(200, 5), max_examples=7)
+    mech = plan.mechanism()
+    assert mech.contribution_bound == 7 and plan.client_bound == 7
+    assert mech.sensitivity is not None and mech.sensitivity.l1 == 2 * plan.height
+    # A model's own (smaller) bound is kept, and the client keeps the smaller one.
+    own = fe.DistributedDP(epsilon=1.0, unit="client", contribution_bound=2)
+    assert with_client_bound(own, 7) == own
+    assert _plan(own, _fed(200, 5), max_examples=7).client_bound == 2
+    # Models without a contribution bound are unchanged.
+    for model in (fe.SecureAggregation(), fe.LocalDP(epsilon=1.0)):
+        assert with_client_bound(model, 7) == model
 
 
 @pytest.mark.statistical
@@ -259,9 +304,10 @@ def test_clipping_delta_folds_into_the_guarantee() -> None:
     tree = decode_sum(plan, np.zeros(plan.vector_length, dtype=np.int64), 20, clip_probability=1e-9)
     assert tree.guarantee.epsilon == pytest.approx(1.0)
     assert tree.guarantee.delta == pytest.approx((1 + math.e) * 1e-9)
-    # At or above the threshold the guarantee is the target one: its statement names
-    # the shares and the threshold (it names the shares received only below it).
-    assert "from 20 parties, any 19 of which" in tree.guarantee.statement
+    # At or above the threshold the guarantee is the target one: its statement gives the
+    # threshold as a fraction of the parties (no count; it names the shares received only
+    # below it).
+    assert f"any fraction {19 / 20:.4g} of them" in tree.guarantee.statement
     assert "arrived" not in tree.guarantee.statement
     assert "SecAgg+ clipping" in tree.guarantee.statement
     ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
@@ -303,3 +349,176 @@ def test_fewer_shares_than_threshold_weakens_epsilon() -> None:
     # The ledger charges the weaker ε.
     ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
     assert ev.epsilon_spent == pytest.approx(exact, rel=1e-9)
+
+
+# ------------------------------------------------- plaintext shares (issue 12)
+def test_plaintext_polya_shares_are_receipted_with_the_one_share_epsilon() -> None:
+    """Without SecAgg+ the server sees every client's single Pólya share: the
+    receipt, the guarantee and the ledger state the exact ε of one share alone."""
+    fed = _fed(500, 20)
+    model = with_client_bound(fe.DistributedDP(epsilon=1.0), 40)
+    secure = _plan(model, fed, max_examples=40, min_received=18)
+    plain = replace(secure, plaintext_shares=True)
+    noise = secure.mechanism().noise
+    assert isinstance(noise, PolyaShareNoise)
+    one_share = noise.epsilon_if_received(1)
+    assert one_share > 5.0  # far from the target ε = 1
+    mech = plain.mechanism()
+    assert mech.guarantee.epsilon == pytest.approx(one_share, rel=1e-12)
+    assert "plaintext: the server sees each client's share" in mech.guarantee.statement
+    assert sum(e.epsilon for e in mech.ledger_entries) == pytest.approx(one_share, rel=1e-9)
+    # Whatever number of replies arrive, one share seen alone is what holds.
+    tree = decode_sum(plain, np.zeros(plain.vector_length, dtype=np.int64), 20)
+    assert tree.guarantee.epsilon == pytest.approx(one_share, rel=1e-12)
+    ev = build_evaluation(tree, plain, n_buckets=4, n_quantiles=16)
+    assert ev.epsilon_spent == pytest.approx(one_share, rel=1e-9)
+    # The noise (and the clients' shares) are those of the secure plan.
+    assert mech.noise == noise
+    # The JSON plan (sent to clients, published in the result) says so.
+    assert EvaluationPlan.from_json(plain.to_json()).plaintext_shares is True
+
+
+def test_plaintext_skellam_shares_are_refused() -> None:
+    fed = _fed(500, 20)
+    model = with_client_bound(fe.DistributedDP(epsilon=1.0, noise="skellam", delta=1e-6), 40)
+    with pytest.raises(ValueError, match="plaintext"):
+        _plan(model, fed, max_examples=40, plaintext_shares=True)
+
+
+def test_run_refuses_plaintext_shares_unless_allowed() -> None:
+    dist = fe.DistributedDP(epsilon=1.0)
+    check_run((dist,), max_examples=10, secagg=True)
+    with pytest.raises(ValueError, match="allow-plaintext-shares"):
+        check_run((dist,), max_examples=10, secagg=False)
+    check_run((dist,), max_examples=10, secagg=False, allow_plaintext_shares=True)
+    skellam = fe.DistributedDP(epsilon=1.0, noise="skellam", delta=1e-6)
+    with pytest.raises(ValueError, match="Skellam"):
+        check_run((skellam,), max_examples=10, secagg=False, allow_plaintext_shares=True)
+    # Local DP is plaintext by design; SA has no DP to lose.
+    check_run((fe.LocalDP(epsilon=1.0),), max_examples=10, secagg=False)
+    check_run((fe.SecureAggregation(),), max_examples=0, secagg=False)
+
+
+# ------------------------------------------------------ client sizes (issue 12)
+def test_run_under_dp_needs_a_declared_bound() -> None:
+    for model in (fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=1.0)):
+        with pytest.raises(ValueError, match="max-examples-per-client"):
+            check_run((model,), max_examples=0, secagg=True)
+        check_run((model,), max_examples=5, secagg=True)
+    # Secure aggregation alone may take the bound from the clients' sizes.
+    check_run((fe.SecureAggregation(),), max_examples=0, secagg=True)
+
+
+def test_sum_replies_carry_no_size_and_ldp_replies_the_public_report_count() -> None:
+    fed = _fed(500, 20)
+    scores, labels = np.linspace(0.0, 1.0, 9), np.arange(9) % 2
+    dist = _plan(with_client_bound(fe.DistributedDP(epsilon=1.0), 4), fed, max_examples=4)
+    assert client_reply(dist, scores, labels, np.random.default_rng(0))[1] is None
+    sa = _plan(fe.SecureAggregation(), fed, max_examples=4)
+    assert client_reply(sa, scores, labels, np.random.default_rng(0))[1] is None
+    ldp = _plan(fe.LocalDP(epsilon=1.0), fed, max_examples=4).with_level(2)
+    vec, n = client_reply(ldp, scores, labels, np.random.default_rng(0))
+    assert n == 4  # reports of the subsample, at most the public bound
+    check_reply(vec, reply_range(ldp, n_examples=n))
+
+
+def test_ldp_guarantee_says_each_clients_report_count_is_public() -> None:
+    """Issue 12, finding 4: LDP clients send their number of reports in plaintext;
+    LocalDP's neighbours replace one example, so the count is public by the model,
+    and the guarantee's public inputs say so."""
+    fed = _fed(500, 20)
+    model = fe.LocalDP(epsilon=1.0)
+    assert model.example_count_public
+    public = _plan(model, fed, max_examples=40).mechanism().guarantee.public
+    assert any("number of reports each client sends" in p for p in public), public
+    assert any("max-examples-per-client = 40" in p for p in public), public
+    dist = _plan(with_client_bound(fe.DistributedDP(epsilon=1.0), 40), fed, max_examples=40)
+    assert any("max-examples-per-client = 40" in p for p in dist.mechanism().guarantee.public)
+
+
+# -------------------------------------------------- one ledger per run (issue 12)
+def _mechanisms(fed: fe.Federation) -> dict[str, Mechanism]:
+    dist = _plan(with_client_bound(fe.DistributedDP(epsilon=1.0), 40), fed, max_examples=40)
+    ldp = _plan(fe.LocalDP(epsilon=2.0), fed, max_examples=40)
+    return {
+        "distdp eps=1": release_mechanism(dist, dist.n_shares, clip_probability=1e-9),
+        "ldp eps=2": ldp.mechanism(),
+    }
+
+
+def _receipts(mechs: dict[str, Mechanism]) -> dict[str, Receipt]:
+    return {k: m.receipt for k, m in mechs.items()}
+
+
+def test_one_ledger_composes_every_dp_setting_of_a_run() -> None:
+    mechs = _mechanisms(_fed(500, 20))
+    ledger = charge_run(mechs)
+    dist_delta = (1 + math.e) * 1e-9
+    assert ledger.spent_epsilon == pytest.approx(3.0)
+    assert ledger.spent_delta == pytest.approx(dist_delta)
+    record = ledger_record(ledger, _receipts(mechs))
+    assert [s["setting"] for s in record["settings"]] == ["distdp eps=1", "ldp eps=2"]
+    # DistDP's neighbours add or remove an example, LDP's replace one: the total
+    # is stated for replacement. DistDP with the public bound is calibrated to a
+    # swap, so it holds as is under replacement: 1 + 2.
+    assert mechs["distdp eps=1"].receipt.sensitivity["neighbouring"] == "replace"
+    assert record["total"]["epsilon"] == pytest.approx(3.0)
+    assert record["total"]["delta"] == pytest.approx(dist_delta)
+    assert record["total"]["neighbouring"] == "replace one example's data"
+    assert record["ledger"]["spent_epsilon"] == pytest.approx(3.0)
+    assert len(record["ledger"]["entries"]) == len(ledger.entries)
+    assert record["exact_release"] is None
+
+
+def test_an_add_remove_setting_counts_twice_under_replacement() -> None:
+    """Without a contribution bound DistDP's noise covers adding one example only:
+    under replacement it is (2ε, (1 + e^ε)δ)-DP (group privacy for two changes)."""
+    fed = _fed(500, 20)
+    dist = _plan(fe.DistributedDP(epsilon=1.0), fed)  # no bound: an in-process style plan
+    mechs = {
+        "distdp eps=1": release_mechanism(dist, dist.n_shares, clip_probability=1e-9),
+        "ldp eps=2": _plan(fe.LocalDP(epsilon=2.0), fed, max_examples=40).mechanism(),
+    }
+    assert mechs["distdp eps=1"].receipt.sensitivity["neighbouring"] == "add_remove"
+    record = ledger_record(charge_run(mechs), _receipts(mechs))
+    dist_delta = (1 + math.e) * 1e-9
+    assert record["total"]["epsilon"] == pytest.approx(2 * 1.0 + 2.0)
+    assert record["total"]["delta"] == pytest.approx((1 + math.e) * dist_delta)
+    assert record["ledger"]["spent_epsilon"] == pytest.approx(3.0)
+
+
+def test_one_ledger_with_a_single_relation_adds_epsilons() -> None:
+    fed = _fed(500, 20)
+    a = _plan(with_client_bound(fe.DistributedDP(epsilon=1.0), 40), fed, max_examples=40)
+    b = _plan(with_client_bound(fe.DistributedDP(epsilon=0.5), 40), fed, max_examples=40)
+    mechs = {"a": a.mechanism(), "b": b.mechanism()}
+    record = ledger_record(charge_run(mechs), _receipts(mechs))
+    assert record["total"]["epsilon"] == pytest.approx(1.5)
+    assert record["total"]["neighbouring"] == "add or remove one example"
+    assert record["total"]["unit"] == "example"
+
+
+def test_run_budget_is_enforced_before_any_round() -> None:
+    mechs = _mechanisms(_fed(500, 20))
+    with pytest.raises(BudgetExceededError):
+        charge_run(mechs, total_epsilon=2.5)
+    ledger = charge_run(mechs, total_epsilon=3.0, total_delta=1e-8)
+    assert ledger.remaining_epsilon == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="total-epsilon"):
+        check_run((fe.DistributedDP(epsilon=2.0),), max_examples=5, total_epsilon=1.0)
+
+
+def test_sa_with_dp_on_the_same_clients_is_refused_unless_allowed() -> None:
+    models = (fe.SecureAggregation(), fe.DistributedDP(epsilon=1.0))
+    with pytest.raises(ValueError, match="allow-sa-with-dp"):
+        check_run(models, max_examples=10, secagg=True)
+    check_run(models, max_examples=10, secagg=True, allow_sa_with_dp=True)
+    fed = _fed(500, 20)
+    mechs = {"sa": _plan(fe.SecureAggregation(), fed).mechanism(), **_mechanisms(fed)}
+    record = ledger_record(charge_run(mechs), _receipts(mechs))
+    # SA charges nothing and is no DP setting, but the record says the DP
+    # receipts do not protect against its exact sums.
+    assert [s["setting"] for s in record["settings"]] == ["distdp eps=1", "ldp eps=2"]
+    assert record["exact_release"] is not None
+    assert "'sa'" in record["exact_release"]
+    assert "do not protect against" in record["exact_release"]

@@ -2,26 +2,31 @@
 
 A single run (Ray start-up dominates) with 23 nodes: 20 with good data, one whose
 file is missing, one whose file has the wrong columns and one holding more
-examples than the public bound. Partition 5 drops out
-in the middle of every SecAgg+ round (after the keys were shared). The run
-evaluates under SA, DistDP (Pólya, ε = 1) and LDP (OUE, ε = 4), and checks:
+examples than the public bound ``max-examples-per-client`` (all of them at one
+score, so whichever it keeps, its counts are known). Partition 5 drops out in
+the middle of every SecAgg+ round (after the keys were shared). The run
+evaluates under SA, DistDP (Pólya, ε = 1) and LDP (OUE, ε = 1) on the same
+clients, which it refuses unless ``allow-sa-with-dp`` is set, and checks:
 
-* the two bad clients fail with messages naming their node, the oversized one is
-  rejected (and the result says so), and the server completes with the rest;
-* SA: the released leaf counts equal the in-process release of the clients used,
-  exactly (so the integer-exact SecAgg+ configuration held), and so does ROC AUC;
-* DistDP: released minus exact counts has the variance of the target discrete
-  Laplace scaled by received/threshold shares, and the result states that 19 of
-  20 clients were used;
-* LDP: plaintext replies, all 20 used, unbiased class totals;
+* the two bad clients fail, and only the server log names them: the released
+  result (``flower_result.json``) holds counts, no client names and no sizes;
+* the oversized client is not rejected: it subsampled itself to the bound;
+* SA: the released leaf counts equal the in-process release of the clients used
+  (the oversized one at the bound), exactly, and so does ROC AUC;
+* DistDP: the model carries the public bound as its contribution bound;
+  released minus exact counts has the variance of the target discrete Laplace
+  scaled by received/threshold shares;
+* LDP: plaintext replies, all 21 usable clients, unbiased class totals;
+* one ledger: the composed total of the DP settings, and the warning that the
+  DP receipts do not protect against the SA release;
 * the same report files as ``fedeval evaluate``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +49,18 @@ pytestmark = pytest.mark.flower
 
 N_GOOD = 20
 DROPOUT = 5
+BIG = 22
 HEIGHT = 8
+BIG_SCORE = 0.95
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 @pytest.fixture(scope="module")
@@ -57,84 +73,97 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     s = np.clip(rng.normal(0.4 + 0.25 * y, 0.15), 0.0, 1.0)
     fed = fe.Federation.from_arrays(s, y)
     parts = root / "parts"
-    _, max_examples = write_partitions(fed, N_GOOD, parts, rng=1)
+    _, largest = write_partitions(fed, N_GOOD, parts, rng=1)
+    bound = largest  # the operator's public bound (set, not derived from the clients)
     # Partition 20: no file. Partition 21: wrong columns. Partition 22: more examples
-    # than the public bound (rejected before secure aggregation).
+    # than the bound, all positives at one score: it keeps `bound` of them.
     pd.DataFrame({"prob": [0.1, 0.9], "y": [0, 1]}).to_csv(parts / "client_21.csv", index=False)
-    big = max_examples + 5
-    pd.DataFrame({"score": np.linspace(0, 1, big), "label": np.arange(big) % 2}).to_csv(
-        parts / "client_22.csv", index=False
+    big = bound + 5
+    pd.DataFrame({"score": np.full(big, BIG_SCORE), "label": np.ones(big, dtype=int)}).to_csv(
+        parts / f"client_{BIG}.csv", index=False
     )
     out = root / "report"
-    result = run_flower_simulation(
-        num_supernodes=N_GOOD + 3,
-        client_config={
-            "data-path": str(parts / "client_{partition-id}.csv"),
-            "client-seed": 11,
-            "simulate-dropout": str(DROPOUT),
-        },
-        server_config={
-            # Model objects, as a Python caller gives them (the run config's names
-            # build the same models: test_run_config_names_build_the_same_models).
-            "privacy": [fe.SecureAggregation(), fe.DistributedDP(1.0), fe.LocalDP(1.0)],
-            "height": HEIGHT,
-            "n-buckets": 16,
-            "n-quantiles": 64,
-            "max-examples-per-client": max_examples,
-            "max-dropouts": 1,
-            "min-clients": 10,
-            "out-dir": str(out),
-            "seed": 0,
-        },
-    )
-    return {"result": result, "parts": parts, "out": out}
+    server_log = _Records()
+    logger = logging.getLogger("fedeval.flower")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(server_log)
+    try:
+        result = run_flower_simulation(
+            num_supernodes=N_GOOD + 3,
+            client_config={
+                "data-path": str(parts / "client_{partition-id}.csv"),
+                "client-seed": 11,
+                "simulate-dropout": str(DROPOUT),
+            },
+            server_config={
+                # Model objects, as a Python caller gives them (the run config's names
+                # build the same models: test_run_config_names_build_the_same_models).
+                "privacy": [fe.SecureAggregation(), fe.DistributedDP(1.0), fe.LocalDP(1.0)],
+                "allow-sa-with-dp": True,
+                "height": HEIGHT,
+                "n-buckets": 16,
+                "n-quantiles": 64,
+                "max-examples-per-client": bound,
+                "max-dropouts": 1,
+                "min-clients": 10,
+                "out-dir": str(out),
+                "seed": 0,
+            },
+        )
+    finally:
+        logger.removeHandler(server_log)
+        logger.setLevel(level)
+    return {
+        "result": result,
+        "parts": parts,
+        "out": out,
+        "bound": bound,
+        "log": server_log.messages,
+    }
 
 
-def _partition(label: str) -> int:
-    m = re.search(r"partition (\d+)", label)
-    assert m, label
-    return int(m.group(1))
-
-
-def _federation_of(parts: Path, labels: list[str]) -> fe.Federation:
+def _federation_of(parts: Path, partitions: list[int], bound: int) -> fe.Federation:
+    """The data the clients encoded: the big client's at the bound (all rows alike)."""
     frames = [
-        pd.read_csv(parts / f"client_{_partition(lab)}.csv").assign(client=_partition(lab))
-        for lab in labels
+        pd.read_csv(parts / f"client_{p}.csv").head(bound).assign(client=p) for p in partitions
     ]
     df = pd.concat(frames, ignore_index=True)
     return fe.Federation.from_frame(df, score="score", label="label", client="client")
 
 
-def test_run_config_names_build_the_same_models() -> None:
-    from fedeval.flower.server_app import ServerSettings
-
-    cfg = {"privacy": "sa, distdp,ldp", "epsilon": 1.0, "delta": 1e-9, "noise": "skellam"}
-    settings = ServerSettings.from_config(cfg)
-    assert settings.privacy == (
-        fe.SecureAggregation(),
-        fe.DistributedDP(1.0, noise="skellam", delta=1e-9),
-        fe.LocalDP(1.0),
-    )
-    models = (fe.DistributedDP(2.0, unit="client", contribution_bound=3),)
-    assert ServerSettings.from_config({"privacy": models}).privacy == models
-    with pytest.raises(ValueError, match="needs epsilon"):
-        ServerSettings.from_config({"privacy": "distdp"})
-    with pytest.raises(ValueError, match="sa, distdp or ldp"):
-        ServerSettings.from_config({"privacy": "central", "epsilon": 1.0})
+def _secagg_clients() -> list[int]:
+    """Good partitions but the one that drops out, plus the big one."""
+    return [p for p in range(N_GOOD) if p != DROPOUT] + [BIG]
 
 
-def test_bad_clients_fail_with_their_node_named_and_the_rest_complete(run: dict) -> None:
+def test_released_result_names_no_client_and_no_size(run: dict) -> None:
+    text = (run["out"] / "flower_result.json").read_text()
+    assert "partition" not in text and "node " not in text
     for ev in run["result"]["evaluations"].values():
-        failed = ev["facts"]["failed"]
-        missing = [w for w, why in failed.items() if "partition 20" in w]
-        wrong = [w for w, why in failed.items() if "partition 21" in w]
-        assert missing and "no such file" in failed[missing[0]]
-        assert re.search(r"node \d+ \(partition 20\)", failed[missing[0]])
-        assert wrong and "column" in failed[wrong[0]].lower()
-        assert ev["facts"]["n_selected"] == N_GOOD + 3
-        rejected = ev["facts"]["rejected"]
-        assert list(rejected) == [w for w in rejected if "partition 22" in w] and rejected
-        assert "max-examples-per-client" in next(iter(rejected.values()))
+        facts = ev["facts"]
+        assert set(facts) == {
+            "n_selected",
+            "n_used",
+            "n_failed",
+            "n_rejected",
+            "secure_aggregation",
+            "secagg",
+        }
+        assert facts["n_selected"] == N_GOOD + 3
+        assert facts["n_rejected"] == 0  # the big client subsampled itself
+    # The operator finds the names and reasons in the server log.
+    log = "\n".join(run["log"])
+    assert "partition 20" in log and "no such file" in log.lower()
+    assert "partition 21" in log and "column" in log.lower()
+
+
+def test_bad_clients_fail_and_the_rest_complete(run: dict) -> None:
+    evs = run["result"]["evaluations"]
+    # Partitions 20 and 21 fail to load; partition 5 also fails every SecAgg+ round.
+    assert evs["sa"]["facts"]["n_failed"] == 3
+    assert evs["distdp eps=1"]["facts"]["n_failed"] == 3
+    assert evs["ldp eps=1"]["facts"]["n_failed"] == 2
 
 
 def test_sa_release_equals_in_process_pipeline_exactly(run: dict) -> None:
@@ -142,10 +171,8 @@ def test_sa_release_equals_in_process_pipeline_exactly(run: dict) -> None:
     facts = ev["facts"]
     assert facts["secure_aggregation"] is True
     assert facts["secagg"]["num_shares"] % 2 == 1
-    assert facts["n_used"] == N_GOOD - 1  # partition 5 dropped mid-protocol
-    assert all(_partition(w) != DROPOUT for w in facts["used_clients"])
-    assert any(f"partition {DROPOUT}" in w for w in facts["failed"])
-    fed = _federation_of(run["parts"], facts["used_clients"])
+    assert facts["n_used"] == N_GOOD  # partition 5 dropped, the big one took part
+    fed = _federation_of(run["parts"], _secagg_clients(), run["bound"])
     ref = release_hierarchy(fed, fe.SecureAggregation(), height=HEIGHT)
     released = [np.asarray(lv) for lv in ev["released_levels"]]
     for a, b in zip(released, ref.levels, strict=True):
@@ -154,19 +181,19 @@ def test_sa_release_equals_in_process_pipeline_exactly(run: dict) -> None:
     assert ev["roc_auc"] == pytest.approx(direct.roc_auc, abs=1e-12)
 
 
-def test_distdp_noise_has_the_target_variance_and_states_clients_used(run: dict) -> None:
+def test_distdp_noise_has_the_target_variance_and_the_model_carries_the_bound(run: dict) -> None:
     ev = run["result"]["evaluations"]["distdp eps=1"]
     facts = ev["facts"]
-    assert facts["n_used"] == N_GOOD - 1
+    assert facts["n_used"] == N_GOOD
     plan = EvaluationPlan(**ev["plan"])
+    assert plan.model == fe.DistributedDP(1.0, contribution_bound=run["bound"])
+    assert plan.client_bound == run["bound"] and not plan.plaintext_shares
     assert plan.min_received == facts["secagg"]["reconstruction_threshold"]
-    # At the threshold the guarantee is the target one; it names the clients adding
-    # shares and the threshold (shares received are named only below it; the facts
-    # state the clients used).
-    assert plan.n_shares == N_GOOD
-    assert f"from {N_GOOD} parties, any {plan.min_received} of which" in ev["guarantee"]
+    assert plan.n_shares == N_GOOD + 1
+    frac = plan.min_received / plan.n_shares
+    assert f"any fraction {frac:.4g} of them" in ev["guarantee"]
     assert "arrived" not in ev["guarantee"]
-    fed = _federation_of(run["parts"], facts["used_clients"])
+    fed = _federation_of(run["parts"], _secagg_clients(), run["bound"])
     exact = plan.spec.encode_levels(fed.scores, fed.labels)
     noise = np.asarray(ev["released_sum"]) - exact
     polya = plan.mechanism().noise
@@ -182,13 +209,32 @@ def test_distdp_noise_has_the_target_variance_and_states_clients_used(run: dict)
     assert np.abs(noise).max() < facts["n_used"] * facts["secagg"]["clipping_range"]
     assert ev["epsilon_spent"] == pytest.approx(1.0)
     assert 0 < ev["delta_spent"] < 1e-8
+    assert "does not protect against" in ev["note"]
 
 
-def test_ldp_runs_in_plaintext_with_all_good_clients(run: dict) -> None:
+def test_ldp_runs_in_plaintext_with_every_usable_client(run: dict) -> None:
     ev = run["result"]["evaluations"]["ldp eps=1"]
     assert ev["facts"]["secure_aggregation"] is False
-    assert ev["facts"]["n_used"] == N_GOOD  # the dropout only fails SecAgg+ rounds
-    assert all("partition 22" in w for w in ev["facts"]["rejected"])
+    assert ev["facts"]["n_used"] == N_GOOD + 1  # the dropout only fails SecAgg+ rounds
+    assert any("number of reports each client sends" in p for p in ev["public_inputs"])
+
+
+def test_one_ledger_composes_the_run(run: dict) -> None:
+    result = run["result"]
+    record = result["privacy_ledger"]
+    evs = result["evaluations"]
+    dist, ldp = evs["distdp eps=1"], evs["ldp eps=1"]
+    assert [s["setting"] for s in record["settings"]] == ["distdp eps=1", "ldp eps=1"]
+    assert record["ledger"]["spent_epsilon"] == pytest.approx(
+        dist["epsilon_spent"] + ldp["epsilon_spent"]
+    )
+    # DistDP adds/removes an example, LDP replaces one: the total is stated under
+    # replacement, which DistDP's noise covers (calibrated to the swap its bound causes).
+    assert record["total"]["neighbouring"] == "replace one example's data"
+    assert record["total"]["epsilon"] == pytest.approx(dist["epsilon_spent"] + 1.0)
+    assert record["total"]["delta"] == pytest.approx(dist["delta_spent"])
+    assert "'sa'" in record["exact_release"]
+    assert result["max_examples_per_client"] == {"value": run["bound"], "declared": True}
 
 
 def test_same_report_files_as_fedeval_evaluate(run: dict) -> None:

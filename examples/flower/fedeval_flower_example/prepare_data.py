@@ -29,13 +29,17 @@ def main() -> None:
     scores = np.clip(rng.normal(0.4 + 0.25 * labels, 0.15), 0.0, 1.0)
     fed = fe.Federation.from_arrays(scores, labels)
     out = Path(args.out).resolve()
-    _, max_examples = write_partitions(fed, args.clients, out, rng=rng)
+    write_partitions(fed, args.clients, out, rng=rng)
     report = out.parent / "fedeval-flower-report"
-    print(f"wrote {args.clients} client files to {out} (largest: {max_examples} examples)")
+    # The bound on a client's examples is a public input the operator declares; it must
+    # not be read off the data (that would publish the largest client's size). Here it
+    # is the design of the generated data: about twice the mean client size.
+    bound = max(2 * args.examples // args.clients, 1)
+    print(f"wrote {args.clients} client files to {out}")
     print("run the evaluation with:")
     print(
         f'  flwr run . --stream --run-config \'data-path="{out}/client_{{partition-id}}.csv" '
-        f'out-dir="{report}" max-examples-per-client={max(max_examples, 1)}\''
+        f'out-dir="{report}" max-examples-per-client={bound}\''
     )
 
 

@@ -3,9 +3,12 @@
 Needs the optional extra: ``pip install 'fedeval[flower]'`` (flwr 1.41.* with its
 simulation extra). ``import fedeval`` never imports flwr; importing the apps does.
 
-* :mod:`fedeval.flower.plan` — the public parameters the server sends (no flwr needed).
+* :mod:`fedeval.flower.plan` — the public parameters the server sends (no flwr needed),
+  including the public bound every client subsamples itself to.
 * :mod:`fedeval.flower.replies` — the client's reply (the pipeline's own client
   functions) and the range of an honest reply.
+* :mod:`fedeval.flower.run_privacy` — what a run may release (refusals made
+  before anything is sent) and the one ledger all its settings are charged to.
 * :mod:`fedeval.flower.secagg` — the integer-exact SecAgg+ configuration.
 * :mod:`fedeval.flower.decode` — the server's decoding (the pipeline's own server steps).
 * :mod:`fedeval.flower.client_app` — ``app``, the ClientApp.
@@ -19,13 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedeval.flower.plan import EvaluationPlan
+from fedeval.flower.plan import EvaluationPlan, with_client_bound
 from fedeval.flower.replies import (
     NotEnoughClientsError,
     ReplyOutOfRangeError,
     check_reply,
+    client_reply,
     encode_client,
 )
+from fedeval.flower.run_privacy import check_run
 from fedeval.flower.secagg import choose_clipping_range
 
 __all__ = [
@@ -33,11 +38,14 @@ __all__ = [
     "NotEnoughClientsError",
     "ReplyOutOfRangeError",
     "check_reply",
+    "check_run",
     "choose_clipping_range",
+    "client_reply",
     "encode_client",
     "make_client_app",
     "make_server_app",
     "simulate",
+    "with_client_bound",
 ]
 
 

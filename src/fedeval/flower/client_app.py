@@ -1,18 +1,22 @@
 """The fedeval Flower ClientApp.
 
-A client loads its own scores and labels from a local file, encodes them with
-fedeval's faithful client encoder (:func:`fedeval.flower.replies.encode_client`)
-and replies with one integer vector:
+A client loads its own scores and labels from a local file, keeps at most the
+public bound ``max_examples`` of them (chosen uniformly at random with its own
+random source), encodes them with fedeval's faithful client encoder
+(:func:`fedeval.flower.replies.client_reply`) and replies with one integer
+vector. Nothing it sends reveals its size:
 
 * ``query.describe`` (plaintext): load and validate the local data; reply with
-  the client's label and whether its size is within the public bound
-  ``max-examples`` (its exact size only when the server set no bound). A missing file or wrong columns fail here, with a message
-  naming the node, so the server can drop the client before secure aggregation.
+  the client's label only. A missing file or wrong columns fail here, with a
+  message naming the node, so the server can drop the client before secure
+  aggregation. Only when the server asks (``declare-size``: a run of secure
+  aggregation alone, without a declared bound) does the client add its size.
 * ``train`` (through ``secaggplus_mod``): SA leaf counts or DistDP counts plus the
   client's own noise share, sent as a float vector inside the integer-exact
   SecAgg+ configuration (``num_examples = 1``).
-* ``query.report`` (plaintext): local-DP reports (OUE/RR), or, when the server
-  runs without SecAgg+ (benchmarks only), the same vector as ``train``.
+* ``query.report`` (plaintext): local-DP reports (OUE/RR) with their number
+  (public under LocalDP), or, when the server runs without SecAgg+, the same
+  vector as ``train`` and no count.
 
 Configuration (node config first, then run config, then the defaults given to
 :func:`make_client_app`):
@@ -47,7 +51,7 @@ from flwr.compat.common import recorddict_compat as compat
 from numpy.typing import NDArray
 
 from fedeval.flower.plan import PLAN_KEY, EvaluationPlan
-from fedeval.flower.replies import encode_client
+from fedeval.flower.replies import client_reply
 
 __all__ = ["app", "client_label", "load_client_data", "make_client_app"]
 
@@ -116,6 +120,12 @@ def _rng(context: Context, defaults: Mapping[str, Any], salt: int) -> np.random.
         return np.random.default_rng(secrets.randbits(128))
 
 
+def _as_bool(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() not in ("0", "false", "no", "off", "")
+    return bool(v)
+
+
 def _dropouts(context: Context, defaults: Mapping[str, Any]) -> set[str]:
     raw = str(_setting(context, defaults, "simulate-dropout", "") or "")
     return {p.strip() for p in raw.split(",") if p.strip()}
@@ -137,13 +147,12 @@ def make_client_app(defaults: Mapping[str, Any] | None = None) -> ClientApp:
     d: dict[str, Any] = dict(defaults or {})
     client_app = ClientApp()
 
-    def _encode(msg_plan: str, context: Context, salt: int) -> tuple[NDArray[np.int64], int]:
+    def _encode(msg_plan: str, context: Context, salt: int) -> tuple[NDArray[np.int64], int | None]:
         who = client_label(context)
         try:
             plan = EvaluationPlan.from_json(msg_plan)
             scores, labels = load_client_data(context, d)
-            vec = encode_client(plan, scores, labels, _rng(context, d, salt))
-            return vec, int(labels.shape[0])
+            return client_reply(plan, scores, labels, _rng(context, d, salt))
         except ValueError as exc:
             msg = str(exc)
             raise ValueError(msg if who in msg else f"fedeval client on {who}: {msg}") from None
@@ -151,15 +160,11 @@ def make_client_app(defaults: Mapping[str, Any] | None = None) -> ClientApp:
     @client_app.query("describe")
     def describe(msg: Message, context: Context) -> Message:
         scores, _ = load_client_data(context, d)
-        n = int(scores.shape[0])
-        bound = int(str(msg.content.config_records[INFO_KEY].get("max-examples", 0)))
-        info = ConfigRecord(
-            {"client": client_label(context), "within-bound": bound <= 0 or n <= bound}
-        )
-        if bound <= 0:
-            # No public bound: the server derives one from the declared sizes (this
-            # reveals each client's size to the server; set max-examples-per-client).
-            info["n-examples"] = n
+        info = ConfigRecord({"client": client_label(context)})
+        if _as_bool(msg.content.config_records[INFO_KEY].get("declare-size", False)):
+            # Secure aggregation alone without a declared bound: the server takes
+            # the largest size as the bound (no DP setting is in such a run).
+            info["n-examples"] = int(scores.shape[0])
         return Message(RecordDict({INFO_KEY: info}), reply_to=msg)
 
     @client_app.train(mods=[secaggplus_mod])
@@ -182,8 +187,10 @@ def make_client_app(defaults: Mapping[str, Any] | None = None) -> ClientApp:
     def report(msg: Message, context: Context) -> Message:
         cfg = msg.content.config_records[INFO_KEY]
         salt = int(str(cfg.get("fedeval-round", 0)))
-        vec, n = _encode(str(cfg[PLAN_KEY]), context, salt)
-        info = ConfigRecord({"client": client_label(context), "n-examples": n})
+        vec, n_reports = _encode(str(cfg[PLAN_KEY]), context, salt)
+        info = ConfigRecord({"client": client_label(context)})
+        if n_reports is not None:  # local DP: the number of reports is public
+            info["n-reports"] = n_reports
         arrays = ArrayRecord([vec.astype(np.int64)])
         return Message(RecordDict({INFO_KEY: info, VECTOR_KEY: arrays}), reply_to=msg)
 

@@ -21,24 +21,72 @@ from fedeval.aggregation import finish_reports, finish_sum
 from fedeval.evaluation import Evaluation, resolve_parameters
 from fedeval.flower.plan import EvaluationPlan
 from fedeval.flower.secagg import clipping_delta
+from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.sampling import assign_groups
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
-__all__ = ["RunFacts", "assign_levels", "build_evaluation", "decode_ldp", "decode_sum"]
+__all__ = [
+    "RunFacts",
+    "assign_levels",
+    "build_evaluation",
+    "decode_ldp",
+    "decode_sum",
+    "release_mechanism",
+]
 
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What the Flower server observed, attached to the result."""
+    """What the Flower server observed, attached to the result.
+
+    Counts only: a released result names no client (the server log does, for
+    the operator) and states no client's size.
+
+    Attributes
+    ----------
+    n_selected : int
+        Nodes selected for the run.
+    n_used : int
+        Clients whose reply is in the release.
+    n_failed : int
+        Clients that could not load their data, timed out or dropped out.
+    n_rejected : int
+        Plaintext replies outside the range of any honest reply.
+    secure_aggregation : bool
+        Whether the sum went through SecAgg+.
+    secagg : dict
+        The SecAgg+ parameters (public).
+    """
 
     n_selected: int
     n_used: int
-    used_clients: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-    rejected: dict[str, str] = field(default_factory=dict)
+    n_failed: int = 0
+    n_rejected: int = 0
     secure_aggregation: bool = True
     secagg: dict[str, Any] = field(default_factory=dict)
+
+
+def release_mechanism(
+    plan: EvaluationPlan, n_received: int, *, clip_probability: float = 0.0
+) -> Mechanism:
+    """The mechanism of the release decoded from a sum of ``n_received`` replies.
+
+    The plan's mechanism as it stands with ``n_received`` shares
+    (:meth:`~fedeval.privacy.mechanism_for.Mechanism.when_received`), plus the
+    δ of SecAgg+ clipping an honest share, with the ε that holds
+    (:func:`~fedeval.flower.secagg.clipping_delta`). The server charges it to
+    the run's ledger before the round (with all shares) and decodes with it.
+    """
+    mech = plan.mechanism()
+    # The clipping δ scales with the ε that holds for the shares that arrived.
+    eps = mech.when_received(n_received).guarantee.epsilon
+    eps = eps if math.isfinite(eps) else 0.0
+    return mech.with_added_delta(
+        clipping_delta(eps, clip_probability),
+        "SecAgg+ clipping of honest noise shares",
+        {"clip_probability": clip_probability},
+    )
 
 
 def decode_sum(
@@ -53,8 +101,9 @@ def decode_sum(
     With fewer shares than the threshold the guarantee is the one that holds
     for that many shares (:meth:`~fedeval.privacy.mechanism_for.Mechanism.when_received`,
     applied by :func:`~fedeval.aggregation.finish_sum`); the probability that
-    SecAgg+ clipped an honest share is added to δ, with the ε that holds
-    (:func:`~fedeval.flower.secagg.clipping_delta`).
+    SecAgg+ clipped an honest share is added to δ (:func:`release_mechanism`).
+    Noise shares sent in plaintext (``plan.plaintext_shares``) keep the
+    guarantee of one share seen alone, whatever number of replies arrive.
 
     Parameters
     ----------
@@ -65,15 +114,7 @@ def decode_sum(
     clip_probability : float
         Probability that clipping touched an honest share.
     """
-    mech = plan.mechanism()
-    # The clipping δ scales with the ε that holds for the shares that arrived.
-    eps = mech.when_received(n_received).guarantee.epsilon
-    eps = eps if math.isfinite(eps) else 0.0
-    mech = mech.with_added_delta(
-        clipping_delta(eps, clip_probability),
-        "SecAgg+ clipping of honest noise shares",
-        {"clip_probability": clip_probability},
-    )
+    mech = release_mechanism(plan, n_received, clip_probability=clip_probability)
     vec = np.asarray(summed, dtype=np.int64)
     sketch = plan.sent_sketch
     if vec.shape != (sketch.length,):
@@ -132,15 +173,27 @@ def build_evaluation(
 
     Same post-processing and parameter rules as :func:`fedeval.evaluate`
     (consistency, bucket and quantile defaults from :func:`fedeval.plan`), so
-    :func:`fedeval.report.write_report` writes the same report. ``parameters``
-    additionally holds ``"flower"``: the facts of the run (clients selected,
-    used, failed, rejected, SecAgg+ settings).
+    :func:`fedeval.report.write_report` writes the same report. The height is
+    the plan's (from the number of clients); buckets and quantiles come from
+    the release's decoded total, noisy under DP. ``parameters``
+    additionally holds ``"flower"``: the facts of the run (the numbers of
+    clients selected, used, failed and rejected; SecAgg+ settings).
     """
     model = plan.model
+    mech = plan.mechanism()
+    # Buckets and quantiles are chosen after the release, from its decoded total:
+    # post-processing of the noisy counts under DP, the exact sum under SA alone.
+    source = (
+        "the exact total of the release (secure aggregation: no DP)"
+        if mech.exact
+        else "decoded from the noisy release (post-processing; the height came from the "
+        "number of clients)"
+    )
     chosen, params = resolve_parameters(
         model,
         n_clients=max(tree.n_clients, 1),
         n_examples=max(1, round(float(tree.totals().sum()))),
+        n_examples_source=source,
         height=plan.height,
         branching=plan.branching,
         n_buckets=n_buckets,
@@ -148,7 +201,7 @@ def build_evaluation(
         interpolation=interpolation,
         pr_strategy=pr_strategy,
         auc_buckets=auc_buckets,
-        level_budget="assign" if plan.mechanism().placement == "local" else "split",
+        level_budget="assign" if mech.placement == "local" else "split",
         path="flower",
     )
     params["planned"]["height"] = height_planned

@@ -2,25 +2,32 @@
 
 The plan carries the public parameters of one release (the privacy model, the
 hierarchy's shape and score domain, the public bound on a client's examples,
-the number of noise shares and the reconstruction threshold, and under local
-DP the client's level) as one JSON string, because Flower config records hold
-only scalars. From it, client and server rebuild the *same* sketch and the
-*same* mechanism that the in-process release uses
-(:class:`~fedeval.sketches.hierarchy.HierarchySketch`,
+the number of noise shares and the reconstruction threshold, whether noise
+shares travel in plaintext, and under local DP the client's level) as one JSON
+string, because Flower config records hold only scalars. From it, client and
+server rebuild the *same* sketch and the *same* mechanism that the in-process
+release uses (:class:`~fedeval.sketches.hierarchy.HierarchySketch`,
 :func:`~fedeval.privacy.mechanism_for.mechanism_for`): Flower only transports.
+
+Every client keeps at most :attr:`EvaluationPlan.client_bound` of its examples,
+chosen uniformly at random with its own random source, before it encodes; under
+distributed DP that bound is the model's contribution bound
+(:func:`with_client_bound`), so the noise covers what subsampling can do.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
-from fedeval.privacy.models import PrivacyModel, model_from_dict
+from fedeval.privacy.models import PrivacyModel, model_from_dict, model_to_dict
+from fedeval.privacy.noise import PolyaShareNoise
 from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
 
-__all__ = ["PLAN_KEY", "EvaluationPlan"]
+__all__ = ["PLAN_KEY", "EvaluationPlan", "plaintext_shares_mechanism", "with_client_bound"]
 
 PLAN_KEY = "fedeval-plan"
 """Config-record key under which the JSON plan travels."""
@@ -39,8 +46,12 @@ class EvaluationPlan:
     score_range : tuple of float
         Public score domain.
     max_examples : int
-        Public bound on the examples one client may hold; it fixes the range of an
-        honest reply (and the SecAgg+ clipping range). A client above it refuses.
+        Public bound on the examples one client encodes, declared by the
+        operator (``max-examples-per-client``); a client holding more keeps
+        that many, chosen uniformly at random with its own random source. It
+        fixes the range of an honest reply (and the SecAgg+ clipping range).
+        Only a run of secure aggregation alone may take it from the clients'
+        declared sizes.
     n_shares : int
         Clients selected for the secure sum (each adds one noise share).
     min_received : int
@@ -50,6 +61,10 @@ class EvaluationPlan:
         Local DP only: the hierarchy level (1..h) this client reports at; 0 otherwise.
     setting : str
         Name of the evaluation in the report.
+    plaintext_shares : bool
+        Distributed DP without SecAgg+: the server sees every client's reply,
+        so the release is each client's own vector and its guarantee is that of
+        one noise share seen alone (:func:`plaintext_shares_mechanism`).
     """
 
     privacy: dict[str, Any]
@@ -61,6 +76,7 @@ class EvaluationPlan:
     min_received: int = 1
     level: int = 0
     setting: str = ""
+    plaintext_shares: bool = False
 
     def __post_init__(self) -> None:
         """Validate every field, and that the model can release the hierarchy.
@@ -68,7 +84,8 @@ class EvaluationPlan:
         Raises
         ------
         ValueError
-            An invalid field or an unknown privacy model.
+            An invalid field, an unknown privacy model, or noise shares in
+            plaintext whose single share states no guarantee (Skellam).
         TypeError
             A model that cannot release the hierarchy (e.g. UserLevelDP, LabelDP),
             as :func:`~fedeval.privacy.mechanism_for.mechanism_for` decides.
@@ -84,6 +101,8 @@ class EvaluationPlan:
             )
         if not 0 <= int(self.level) <= int(self.height):
             raise ValueError(f"level must lie in [0, {self.height}], got {self.level}")
+        if not isinstance(self.plaintext_shares, bool):
+            raise ValueError(f"plaintext_shares must be a bool, got {self.plaintext_shares!r}")
         object.__setattr__(self, "score_range", (lo, hi))
         self.mechanism()  # a model the hierarchy cannot be released under: TypeError
 
@@ -102,10 +121,50 @@ class EvaluationPlan:
         return HierarchySketch(self.spec)
 
     def mechanism(self) -> Mechanism:
-        """The mechanism of this release, exactly as the in-process pipeline chooses it."""
-        return mechanism_for(
+        """The mechanism of this release, exactly as the in-process pipeline chooses it.
+
+        Plus what the Flower transport changes: noise shares in plaintext are
+        receipted with the ε of one share seen alone, and the guarantee names
+        the public bound and, under local DP, the per-client report counts the
+        server sees.
+        """
+        return self._mechanism
+
+    @cached_property
+    def _mechanism(self) -> Mechanism:
+        # Computed once per plan: clients and server ask for it many times.
+        mech = mechanism_for(
             self.model, self.sketch, n_clients=self.n_shares, min_received=self.min_received
         )
+        if self.plaintext_shares and mech.placement == "shares":
+            mech = plaintext_shares_mechanism(mech)
+        return _with_public(mech, self._public_inputs(mech))
+
+    def _public_inputs(self, mech: Mechanism) -> tuple[str, ...]:
+        if mech.exact:
+            return ()
+        out: tuple[str, ...] = (
+            f"max-examples-per-client = {self.max_examples}: every client encodes at most "
+            "that many of its examples, chosen uniformly at random",
+        )
+        if mech.placement == "local":
+            if not mech.model.example_count_public:
+                raise ValueError(
+                    "local-DP clients send their number of reports in plaintext; the model "
+                    "must treat the number of examples as public"
+                )
+            out += (
+                "the number of reports each client sends (its examples, at most "
+                "max-examples-per-client), in plaintext: public because local DP's "
+                "neighbours replace one example",
+            )
+        return out
+
+    @property
+    def client_bound(self) -> int:
+        """The most examples one client encodes: ``max_examples``, or a smaller model bound."""
+        bound = self.mechanism().contribution_bound
+        return int(self.max_examples) if bound is None else min(int(self.max_examples), bound)
 
     @property
     def sent_sketch(self) -> HierarchySketch:
@@ -148,3 +207,68 @@ class EvaluationPlan:
         d = asdict(self)
         d["level"] = level
         return EvaluationPlan(**d)
+
+
+def with_client_bound(model: PrivacyModel, max_examples: int) -> PrivacyModel:
+    """The model of a Flower evaluation: the public bound as its contribution bound.
+
+    Every Flower client subsamples itself to ``max_examples`` before it encodes.
+    Under distributed DP that subsampling is a contribution bound, so a model
+    with a ``contribution_bound`` field left unset gets ``max_examples``; the
+    dispatch then calibrates the noise to what one added example can do after
+    subsampling (:func:`~fedeval.privacy.mechanism_for.mechanism_for`). A bound
+    the model already has is kept (clients keep the smaller of the two); models
+    without such a field are returned unchanged.
+    """
+    d = model_to_dict(model)
+    if "contribution_bound" not in d or d["contribution_bound"] is not None:
+        return model
+    d["contribution_bound"] = int(max_examples)
+    return model_from_dict(d)
+
+
+def plaintext_shares_mechanism(mech: Mechanism) -> Mechanism:
+    """Noise shares sent in plaintext: the guarantee of one share seen alone.
+
+    Without secure aggregation the server sees every client's reply, its
+    encoding plus one noise share. Each example is in one client's reply, so
+    the release is ε′-DP with ε′ the exact ε of one Pólya share
+    (:meth:`~fedeval.privacy.mechanism_for.Mechanism.when_received` with one
+    share), whatever number of replies arrive; the sum the server decodes is
+    post-processing. The guarantee, the receipt and the ledger entries state
+    ε′, and the statement says the server sees each share.
+
+    Raises
+    ------
+    ValueError
+        Noise other than Pólya shares (Skellam): one share alone states no guarantee.
+    """
+    if mech.placement != "shares":
+        return mech
+    if not isinstance(mech.noise, PolyaShareNoise):
+        raise ValueError(
+            f"{mech.description}: only Pólya shares state a guarantee for one share seen "
+            "alone (a Skellam share does not), so these noise shares are refused in plaintext "
+            "(secagg = false); use SecAgg+ (secagg = true) or Pólya shares"
+        )
+    one = mech.when_received(1)
+    eps = one.guarantee.epsilon
+    target = one.target or mech.guarantee
+    statement = (
+        "plaintext: the server sees each client's share (no secure aggregation), so every "
+        f"client's reply is released on its own and one share seen alone gives the exact "
+        f"ε = {eps:.6g} (the target ε = {target.epsilon:.4g} needs SecAgg+); {target.statement}"
+    )
+    # One share already carries the whole guarantee: no threshold left to reach.
+    return replace(one, guarantee=replace(one.guarantee, statement=statement), min_received=1)
+
+
+def _with_public(mech: Mechanism, more: tuple[str, ...]) -> Mechanism:
+    """The mechanism whose guarantee (and target guarantee) also names ``more`` as public."""
+    if not more:
+        return mech
+    guarantee = replace(mech.guarantee, public=(*mech.guarantee.public, *more))
+    target = (
+        None if mech.target is None else replace(mech.target, public=(*mech.target.public, *more))
+    )
+    return replace(mech, guarantee=guarantee, target=target)

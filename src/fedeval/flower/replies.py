@@ -1,11 +1,14 @@
 """A client's reply and the range of every honest reply.
 
-:func:`encode_client` is what a Flower client computes: its examples subsampled
-to the contribution bound, then the same :func:`~fedeval.aggregation.client_vector`
-(encoding plus noise share) or :func:`~fedeval.aggregation.client_reports`
-(local-DP reports) that the in-process faithful path runs. The server checks
-every plaintext reply against the range an honest client can produce
-(:func:`reply_range`) and rejects the rest.
+:func:`client_reply` is what a Flower client computes: its examples subsampled
+to the public bound (:attr:`~fedeval.flower.plan.EvaluationPlan.client_bound`,
+uniformly at random with its own random source), then the same
+:func:`~fedeval.aggregation.client_vector` (encoding plus noise share) or
+:func:`~fedeval.aggregation.client_reports` (local-DP reports) that the
+in-process faithful path runs. Nothing about the client's size leaves it,
+except under local DP the number of its reports (public under LocalDP). The
+server checks every plaintext reply against the range an honest client can
+produce (:func:`reply_range`) and rejects the rest.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "ReplyRange",
     "check_enough_clients",
     "check_reply",
+    "client_reply",
     "encode_client",
     "reply_range",
 ]
@@ -38,13 +42,17 @@ class NotEnoughClientsError(RuntimeError):
     """Fewer clients remain than the evaluation needs."""
 
 
-def encode_client(
+def client_reply(
     plan: EvaluationPlan,
     scores: NDArray[np.float64],
     labels: NDArray[np.int64],
     rng: np.random.Generator,
-) -> NDArray[np.int64]:
-    """What one client sends: fedeval's faithful per-client encoding.
+) -> tuple[NDArray[np.int64], int | None]:
+    """What one client sends: fedeval's faithful per-client encoding, and its report count.
+
+    The client first keeps at most ``plan.client_bound`` of its examples,
+    uniformly at random (its own random source): whatever it holds, its reply
+    lies in the public range and says nothing about its size.
 
     Parameters
     ----------
@@ -54,29 +62,28 @@ def encode_client(
     labels : ndarray of int64, shape (n,)
         0/1 labels.
     rng : numpy.random.Generator
-        The client's own random source (noise share, OUE bits, subsampling).
+        The client's own random source (subsampling, noise share, OUE bits).
 
     Returns
     -------
-    ndarray of int64, shape (plan.vector_length,)
+    vector : ndarray of int64, shape (plan.vector_length,)
         Exact sums: per-class leaf counts. Distributed DP: per-class counts of
         every level plus the client's noise share. Local DP: per (class, node)
         of the client's level, the number of its examples whose report has
         that bit set.
+    n_reports : int or None
+        Local DP: the number of reports (examples kept), which the server needs
+        to debias them and which LocalDP treats as public. None otherwise: a
+        sum's reply carries no count.
 
     Raises
     ------
     ValueError
-        More examples than ``plan.max_examples``, or an encoding outside its range.
+        An encoding outside its range (a bug, never the data's size).
     """
-    n = int(labels.shape[0])
-    if n > plan.max_examples:
-        raise ValueError(
-            f"the client holds {n} examples, above the declared bound max_examples = "
-            f"{plan.max_examples}; raise the bound (a public parameter of the evaluation)"
-        )
     mech = plan.mechanism()
-    scores, labels = bound_client(scores, labels, mech.contribution_bound, rng)
+    scores, labels = bound_client(scores, labels, plan.client_bound, rng)
+    n = int(labels.shape[0])
     if mech.placement == "local":
         if plan.level < 1:
             raise ValueError("a local-DP plan needs the client's level (1..h)")
@@ -85,7 +92,17 @@ def encode_client(
         vec = client_vector(scores, labels, 0, plan.sent_sketch, mech, rng)
     if mech.placement != "shares":
         check_reply(vec, reply_range(plan, n_examples=n))
-    return np.asarray(vec, dtype=np.int64)
+    return np.asarray(vec, dtype=np.int64), (n if mech.placement == "local" else None)
+
+
+def encode_client(
+    plan: EvaluationPlan,
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    rng: np.random.Generator,
+) -> NDArray[np.int64]:
+    """The vector of :func:`client_reply` (what one client sends, without the report count)."""
+    return client_reply(plan, scores, labels, rng)[0]
 
 
 @dataclass(frozen=True)
@@ -118,20 +135,24 @@ def reply_range(
     ----------
     plan : EvaluationPlan
     n_examples : int, optional
-        Examples (= reports) the client declared (LDP) or holds; default the
-        public bound ``plan.max_examples``.
+        Local DP: the number of reports the client sent; default the public
+        bound ``plan.client_bound``.
     noise_tail : int
         Noise shares: the bound τ on |share| from
         :func:`~fedeval.flower.secagg.choose_clipping_range`.
+
+    Raises
+    ------
+    ReplyOutOfRangeError
+        A report count outside [0, ``plan.client_bound``].
     """
-    m = plan.max_examples if n_examples is None else int(n_examples)
-    if m < 0 or m > plan.max_examples:
+    bound = plan.client_bound
+    m = bound if n_examples is None else int(n_examples)
+    if m < 0 or m > bound:
         raise ReplyOutOfRangeError(
-            f"declared {m} examples, outside [0, max_examples = {plan.max_examples}]"
+            f"declared {m} reports, outside [0, max_examples = {bound}] (the public bound)"
         )
     mech = plan.mechanism()
-    if mech.contribution_bound is not None:
-        m = min(m, mech.contribution_bound)
     if mech.placement == "shares":
         return ReplyRange(plan.vector_length, -noise_tail, m + noise_tail)
     total = m if mech.oracle_kind == "rr" else None

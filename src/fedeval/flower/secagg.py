@@ -129,8 +129,8 @@ def choose_clipping_range(
 ) -> SecAggParameters:
     """SecAgg+ parameters whose clipping almost never touches an honest reply.
 
-    Counts lie in [0, M] (M = ``plan.max_examples``, or the contribution bound
-    under client-level DP). Under DistDP each coordinate also carries an
+    Counts lie in [0, M] (M = ``plan.client_bound``: every client keeps at most
+    that many examples). Under DistDP each coordinate also carries an
     unbounded noise share; the clipping range is C = M + τ with the smallest τ
     such that, by a union bound over every coordinate of every selected client,
 
@@ -174,9 +174,7 @@ def choose_clipping_range(
         raise ValueError(f"clip_probability must lie in (0, 1), got {clip_probability}")
     s, t = secagg_parameters(plan.n_shares, max_dropouts=max_dropouts, num_shares=num_shares)
     mech = plan.mechanism()
-    m = plan.max_examples
-    if mech.contribution_bound is not None:
-        m = min(m, mech.contribution_bound)
+    m = plan.client_bound
     noise = mech.noise if mech.placement == "shares" else None
     tau = 0
     prob = 0.0

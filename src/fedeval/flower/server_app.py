@@ -1,40 +1,63 @@
 """The fedeval Flower ServerApp.
 
-One run evaluates the federation under one or more privacy models:
+One run evaluates the federation under one or more privacy models (settings),
+all on the same clients:
 
+0. **Refuse** (before anything is sent, :func:`~fedeval.flower.run_privacy.check_run`):
+   distributed DP without SecAgg+ unless ``allow-plaintext-shares`` (its receipt
+   then states the ε of one noise share seen alone; Skellam shares are always
+   refused in plaintext), a DP setting without ``max-examples-per-client``,
+   secure aggregation together with DP settings unless ``allow-sa-with-dp``, and
+   settings whose ε add up to more than ``total-epsilon``.
 1. **Select** the connected nodes (all, or ``clients-per-evaluation`` of them at
-   random) and ask each to load its data (``query.describe``). Clients that fail
-   (missing file, wrong columns) are listed with the reason, which names the
-   node; the run continues if at least ``min-clients`` remain and stops with
+   random) and ask each to load its data (``query.describe``); a client replies
+   with its label and nothing about its size. Clients that fail (missing file,
+   wrong columns) are named with the reason in the server log (logger
+   ``fedeval.flower``), counted in the result, and the run continues if at least
+   ``min-clients`` remain; it stops with
    :class:`~fedeval.flower.replies.NotEnoughClientsError` otherwise.
-2. **Plan**: hierarchy height and branching, the privacy model, the number of
-   shares and the reconstruction threshold (:class:`EvaluationPlan`).
-3. **Collect** the integer replies: SA and DistDP through SecAgg+ in its
+2. **Plan** every setting: hierarchy height and branching, the privacy model
+   (distributed DP carries ``max-examples-per-client`` as its contribution
+   bound), the number of shares and the reconstruction threshold
+   (:class:`EvaluationPlan`). Every client keeps at most the bound of its
+   examples, chosen uniformly at random on the device.
+3. **Charge** every setting to the run's one ledger, atomically, before any
+   round (:func:`~fedeval.flower.run_privacy.charge_run`).
+4. **Collect** the integer replies: SA and DistDP through SecAgg+ in its
    integer-exact configuration (odd ``num_shares``, ``num_examples = max_weight
    = 1``, ``quantization_range = 2 * clipping_range``, clipping range from
    :func:`~fedeval.flower.secagg.choose_clipping_range`); LDP in plaintext,
    every reply checked against the range of an honest encoding and rejected
    otherwise.
-4. **Decode** with fedeval's server code and write the same report as
+5. **Decode** with fedeval's server code and write the same report as
    ``fedeval evaluate`` (:func:`fedeval.report.write_report`), plus
-   ``flower_result.json`` with the facts of the run (clients selected, used,
-   failed, rejected; SecAgg+ settings; bytes sent per client; wall time).
+   ``flower_result.json`` with the facts of the run (the numbers of clients
+   selected, used, failed and rejected: no client names and no sizes; SecAgg+
+   settings; bytes sent per client; wall time) and the run's privacy account
+   (``privacy_ledger``: every DP setting, their composed total, and, when the
+   run also released exact sums, that the DP receipts do not protect against them).
 
 Settings (run config, over the defaults given to :func:`make_server_app`):
 ``privacy`` (comma list of ``sa``, ``distdp``, ``ldp``), ``epsilon``, ``noise``,
 ``delta``, ``unit``, ``contribution-bound``, ``height``, ``branching``,
 ``n-buckets``, ``n-quantiles``, ``interpolation``, ``pr-strategy``,
-``score-min``, ``score-max``, ``max-examples-per-client`` (0: the largest size
-the clients declare), ``max-dropouts``, ``min-clients``, ``clip-probability``,
-``num-shares`` (0: all), ``secagg`` (false: plaintext sums, for benchmarks),
-``num-clients`` (nodes to wait for), ``clients-per-evaluation`` (0: all),
-``seed``, ``thresholds``, ``out-dir``, ``timeout``.
+``score-min``, ``score-max``, ``max-examples-per-client`` (the public bound on
+one client's examples, required under DP; 0, only for SA alone: the largest
+size the clients declare), ``max-dropouts``, ``min-clients``,
+``clip-probability``, ``num-shares`` (0: all), ``secagg`` (false: plaintext
+vectors, for benchmarks), ``allow-plaintext-shares`` (run DistDP without SecAgg+
+anyway), ``allow-sa-with-dp`` (run SA and DP settings on the same clients
+anyway), ``total-epsilon``, ``total-delta`` (the run's budget; default: none,
+the ledger records what is spent), ``num-clients`` (nodes to wait for),
+``clients-per-evaluation`` (0: all), ``seed``, ``thresholds``, ``out-dir``,
+``timeout``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -53,15 +76,17 @@ from fedeval.flower.decode import (
     build_evaluation,
     decode_ldp,
     decode_sum,
+    release_mechanism,
 )
-from fedeval.flower.plan import EvaluationPlan
+from fedeval.flower.plan import EvaluationPlan, with_client_bound
 from fedeval.flower.replies import (
     ReplyOutOfRangeError,
     ReplyRange,
     check_enough_clients,
     check_reply,
 )
-from fedeval.flower.secagg import choose_clipping_range, secagg_parameters
+from fedeval.flower.run_privacy import charge_run, check_run, ledger_record
+from fedeval.flower.secagg import SecAggParameters, choose_clipping_range, secagg_parameters
 from fedeval.flower.transport import (
     MeteredGrid,
     describe_nodes,
@@ -70,6 +95,7 @@ from fedeval.flower.transport import (
     wait_for_nodes,
     who_from_reason,
 )
+from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.models import (
     PrivacyModel,
     SecureAggregation,
@@ -93,7 +119,15 @@ class ServerSettings:
     """Parsed server settings (see the module docstring for the keys).
 
     ``privacy`` holds the privacy model objects of the evaluations, in order;
-    :meth:`from_config` builds them from the run config's short names.
+    :meth:`from_config` builds them from the run config's short names. The
+    settings are checked on construction (:func:`~fedeval.flower.run_privacy.check_run`),
+    so a run that would not mean what its receipts say is refused before
+    anything is sent.
+
+    Raises
+    ------
+    ValueError
+        See :func:`~fedeval.flower.run_privacy.check_run`.
     """
 
     privacy: tuple[PrivacyModel, ...] = (SecureAggregation(),)
@@ -110,6 +144,10 @@ class ServerSettings:
     clip_probability: float = 1e-9
     num_shares: int | None = None
     secagg: bool = True
+    allow_plaintext_shares: bool = False
+    allow_sa_with_dp: bool = False
+    total_epsilon: float | None = None
+    total_delta: float | None = None
     num_clients: int = 0
     clients_per_evaluation: int = 0
     seed: int | None = None
@@ -117,6 +155,16 @@ class ServerSettings:
     out_dir: str = "fedeval-flower-report"
     timeout: float | None = None
     node_wait: float = 60.0
+
+    def __post_init__(self) -> None:
+        check_run(
+            self.privacy,
+            max_examples=self.max_examples,
+            secagg=self.secagg,
+            allow_plaintext_shares=self.allow_plaintext_shares,
+            allow_sa_with_dp=self.allow_sa_with_dp,
+            total_epsilon=self.total_epsilon,
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ServerSettings:
@@ -131,7 +179,8 @@ class ServerSettings:
         Raises
         ------
         ValueError
-            Unknown privacy name or a missing ε.
+            Unknown privacy name, a missing ε, or a run the settings refuse
+            (:func:`~fedeval.flower.run_privacy.check_run`).
         """
 
         def get(key: str, default: Any = None) -> Any:
@@ -178,6 +227,10 @@ class ServerSettings:
             clip_probability=float(get("clip-probability", 1e-9)),
             num_shares=opt_int("num-shares"),
             secagg=_as_bool(get("secagg", True)),
+            allow_plaintext_shares=_as_bool(get("allow-plaintext-shares", False)),
+            allow_sa_with_dp=_as_bool(get("allow-sa-with-dp", False)),
+            total_epsilon=opt_float("total-epsilon"),
+            total_delta=opt_float("total-delta"),
             num_clients=int(get("num-clients", 0)),
             clients_per_evaluation=int(get("clients-per-evaluation", 0)),
             seed=None if get("seed") is None else int(get("seed")),
@@ -225,27 +278,30 @@ def _as_bool(v: Any) -> bool:
 # ------------------------------------------------------- client selection
 @dataclass(frozen=True)
 class _Selection:
-    """The selected nodes, those an evaluation may use, and why the others may not.
+    """The selected nodes and those an evaluation may use.
 
     Attributes
     ----------
     nodes : list of int
         Every selected node.
     labels : dict
-        Usable node -> its label (node and partition id).
-    failed, rejected : dict
-        Label -> reason, for the nodes that failed to describe their data or hold
-        more examples than the public bound.
+        Usable node -> its label (node and partition id; for the server log).
+    failed : dict
+        Label -> reason, for the nodes that failed to describe their data
+        (logged; the result holds their number).
     max_examples : int
         The public bound on one client's examples.
+    declared : bool
+        Whether the operator declared the bound (False: SA alone took the
+        largest size the clients declared).
     describe_seconds : float
     """
 
     nodes: list[int]
     labels: dict[int, str]
     failed: dict[str, str]
-    rejected: dict[str, str]
     max_examples: int
+    declared: bool
     describe_seconds: float
 
     @property
@@ -261,7 +317,11 @@ def _choose(nodes: list[int], k: int, rng: np.random.Generator) -> list[int]:
 def _select_clients(
     grid: Grid, metered: MeteredGrid, settings: ServerSettings, rng: np.random.Generator
 ) -> _Selection:
-    """Select the nodes, ask each to describe its data, drop those above the bound.
+    """Select the nodes and ask each to load its data.
+
+    No client says anything about its size, unless the run is secure
+    aggregation alone without a declared bound (the settings refuse that under
+    DP): then the bound is the largest declared size.
 
     Raises
     ------
@@ -271,29 +331,29 @@ def _select_clients(
     nodes = wait_for_nodes(grid, settings.num_clients, settings.node_wait)
     if settings.clients_per_evaluation and settings.clients_per_evaluation < len(nodes):
         nodes = _choose(nodes, settings.clients_per_evaluation, rng)
+    declared = settings.max_examples > 0
     t0 = time.perf_counter()
-    labels, sizes, failed = describe_nodes(metered, nodes, settings.max_examples, settings.timeout)
+    labels, sizes, failed = describe_nodes(metered, nodes, not declared, settings.timeout)
     describe_seconds = time.perf_counter() - t0
-    need = max(settings.min_clients, 1)
-    check_enough_clients(len(labels), need, stage="client selection")
-    max_examples = settings.max_examples or max(sizes.values())
-    rejected: dict[str, str] = {}
-    for nid, n in sizes.items():
-        if n > max_examples:
-            rejected[labels.pop(nid)] = (
-                f"holds more examples than max-examples-per-client = {max_examples}"
-            )
-    check_enough_clients(len(labels), need, stage="client selection")
-    return _Selection(nodes, labels, failed, rejected, max_examples, describe_seconds)
+    check_enough_clients(len(labels), max(settings.min_clients, 1), stage="client selection")
+    max_examples = settings.max_examples if declared else max(1, *sizes.values())
+    return _Selection(nodes, labels, failed, max_examples, declared, describe_seconds)
 
 
 def _plan_for(
     model: PrivacyModel, selection: _Selection, settings: ServerSettings
 ) -> EvaluationPlan:
-    """The plan of one evaluation: height (planned unless set), model, shares, threshold."""
+    """The plan of one evaluation: height (planned unless set), model, shares, threshold.
+
+    The model carries the public bound as its contribution bound
+    (:func:`~fedeval.flower.plan.with_client_bound`); noise shares travel in
+    plaintext only when SecAgg+ is off (and the settings allowed it).
+    """
     import fedeval as fe
 
     n_ok = len(selection.labels)
+    label = model_label(model)
+    model = with_client_bound(model, selection.max_examples)
     height = settings.height
     if height is None:
         height = fe.plan(model, n_clients=n_ok, branching=settings.branching).height
@@ -310,16 +370,37 @@ def _plan_for(
         max_examples=selection.max_examples,
         n_shares=n_ok,
         min_received=threshold,
-        setting=model_label(model),
+        setting=label,
     )
-    # The reconstruction threshold matters only to noise shares; elsewhere it is 1.
-    return plan if plan.mechanism().placement == "shares" else replace(plan, min_received=1)
+    if plan.mechanism().placement != "shares":
+        # The reconstruction threshold matters only to noise shares; elsewhere it is 1.
+        return replace(plan, min_received=1)
+    return plan if settings.secagg else replace(plan, plaintext_shares=True)
+
+
+def _sum_parameters(plan: EvaluationPlan, settings: ServerSettings) -> SecAggParameters:
+    return choose_clipping_range(
+        plan,
+        max_dropouts=settings.max_dropouts,
+        clip_probability=settings.clip_probability,
+        num_shares=settings.num_shares,
+    )
+
+
+def _charged_mechanism(
+    plan: EvaluationPlan, params: SecAggParameters | None, settings: ServerSettings
+) -> Mechanism:
+    """What the setting is charged before its round: the release with every share."""
+    if params is None:  # local DP
+        return plan.mechanism()
+    clip = params.clip_probability if settings.secagg else 0.0
+    return release_mechanism(plan, plan.n_shares, clip_probability=clip)
 
 
 # ------------------------------------------------------------------ rounds
 @dataclass(frozen=True)
 class _Collected:
-    """What one evaluation round collected and released."""
+    """What one evaluation round collected and released (names: for the log only)."""
 
     tree: HierarchicalHistogram
     used: list[str]
@@ -340,8 +421,10 @@ def _ldp_round(
 ) -> _Collected:
     """Local DP: every client reports at one random level, in plaintext.
 
-    The server adds the checked replies level by level (the transport's sum)
-    and decodes them with the pipeline's :func:`~fedeval.aggregation.finish_reports`.
+    Each reply carries the client's number of reports, public under LocalDP
+    (its neighbours replace one example) and stated so in the guarantee. The
+    server adds the checked replies level by level and decodes them with the
+    pipeline's :func:`~fedeval.aggregation.finish_reports`.
     """
     nodes = selection.usable
     levels = assign_levels(len(nodes), plan.height, rng)
@@ -363,7 +446,7 @@ def _ldp_round(
         tree=decode_ldp(plan, raw, n_reports, n_clients),
         used=[selection.labels[nid] for nid in sorted(replies)],
         failed={**selection.failed, **failed},
-        rejected={**selection.rejected, **rejected},
+        rejected=rejected,
         secure=False,
     )
 
@@ -376,24 +459,25 @@ def _plain_sum(
     noise_tail: int,
     settings: ServerSettings,
 ) -> tuple[NDArray[np.int64], list[str], dict[str, str], dict[str, str]]:
-    """Plaintext sum of checked replies (benchmarks only); (sum, used, failed, rejected)."""
+    """Plaintext sum of checked replies (no SecAgg+); (sum, used, failed, rejected)."""
     plans = dict.fromkeys(selection.usable, plan)
     replies, failed, rejected = plain_replies(
         metered, plans, round_no, selection.labels, noise_tail, settings.timeout
     )
-    check_enough_clients(len(replies), plan.min_received, stage=f"'{plan.setting}' replies")
+    need = max(plan.min_received, settings.min_clients)
+    check_enough_clients(len(replies), need, stage=f"'{plan.setting}' replies")
     summed = np.sum([v for v, _ in replies.values()], axis=0).astype(np.int64)
     used = [selection.labels[nid] for nid in sorted(replies)]
     return summed, used, failed, rejected
 
 
 def _check_exact_sum(plan: EvaluationPlan, summed: NDArray[np.int64], n_used: int) -> None:
-    """An exact sum of honest leaf counts lies in [0, n_used · max_examples].
+    """An exact sum of honest leaf counts lies in [0, n_used · client_bound].
 
     SecAgg+ enforces each client's range by clipping; this catches the rest.
     """
     try:
-        check_reply(summed, ReplyRange(len(summed), 0, n_used * plan.max_examples))
+        check_reply(summed, ReplyRange(len(summed), 0, n_used * plan.client_bound))
     except ReplyOutOfRangeError as exc:
         raise ReplyOutOfRangeError(
             f"'{plan.setting}': the secure sum is outside the range of any honest sum "
@@ -405,24 +489,22 @@ def _sum_round(
     metered: MeteredGrid,
     context: Context,
     plan: EvaluationPlan,
+    params: SecAggParameters,
     selection: _Selection,
     round_no: int,
     settings: ServerSettings,
 ) -> _Collected:
     """SA or distributed DP: one secure (SecAgg+) or plaintext sum, decoded by the pipeline."""
-    params = choose_clipping_range(
-        plan,
-        max_dropouts=settings.max_dropouts,
-        clip_probability=settings.clip_probability,
-        num_shares=settings.num_shares,
-    )
     failed = dict(selection.failed)
-    rejected = dict(selection.rejected)
+    rejected: dict[str, str] = {}
     if settings.secagg:
         summed, used, failures = secure_sum(
             metered, context, plan, selection.usable, params, round_no, settings.timeout
         )
-        failed.update({who_from_reason(r, selection.labels): r for r in failures})
+        for reason in failures:
+            who = who_from_reason(reason, selection.labels)
+            failed[who] = reason
+            log.warning("fedeval: '%s': %s failed: %s", plan.setting, who, reason)
         clip_probability = params.clip_probability
     else:
         summed, used, f, rj = _plain_sum(
@@ -445,6 +527,12 @@ def _sum_round(
 
 
 # ---------------------------------------------------------------- outcome
+EXACT_NOTE = (
+    "this run also released exact sums under secure aggregation of the same clients' "
+    "data: this receipt does not protect against that release"
+)
+
+
 def _outcome_record(
     plan: EvaluationPlan,
     got: _Collected,
@@ -452,9 +540,10 @@ def _outcome_record(
     ev: Evaluation,
     wall: float,
     bytes_sent: list[int],
+    note: str | None,
 ) -> dict[str, Any]:
-    """One evaluation's entry in ``flower_result.json``."""
-    return {
+    """One evaluation's entry in ``flower_result.json`` (counts, no client names)."""
+    record = {
         "privacy": plan.privacy["name"],
         "facts": asdict(facts),
         "plan": json.loads(plan.to_json()),
@@ -466,38 +555,54 @@ def _outcome_record(
             else None
         ),
         "guarantee": str(ev.tree.guarantee),
+        "public_inputs": list(ev.tree.guarantee.public),
         "epsilon_spent": ev.epsilon_spent,
         "delta_spent": ev.delta_spent,
         "wall_seconds": wall,
         "bytes_sent_per_client": float(np.mean(bytes_sent)) if bytes_sent else 0.0,
         "roc_auc": ev.roc_auc,
     }
+    if note is not None:
+        record["note"] = note
+    return record
 
 
 def _evaluate_one(
-    model: PrivacyModel,
+    plan: EvaluationPlan,
+    params: SecAggParameters | None,
+    charged: Mechanism,
     round_no: int,
     metered: MeteredGrid,
     context: Context,
     selection: _Selection,
     settings: ServerSettings,
     rng: np.random.Generator,
-) -> tuple[EvaluationPlan, Evaluation, dict[str, Any]]:
-    """Plan, collect, decode and evaluate under one privacy model."""
-    plan = _plan_for(model, selection, settings)
+    note: str | None,
+) -> tuple[Evaluation, dict[str, Any]]:
+    """Collect, decode and evaluate one planned (and charged) setting."""
     before = dict(metered.sent_by_node)
     start = time.perf_counter()
-    if plan.mechanism().placement == "local":
+    if params is None:
         got = _ldp_round(metered, plan, selection, round_no, settings, rng)
     else:
-        got = _sum_round(metered, context, plan, selection, round_no, settings)
+        got = _sum_round(metered, context, plan, params, selection, round_no, settings)
     wall = time.perf_counter() - start
+    spent = got.tree.receipt
+    slack = 1 + 1e-9
+    if (
+        spent.epsilon_spent > charged.receipt.epsilon_spent * slack + 1e-12
+        or spent.delta_spent > charged.receipt.delta_spent * slack + 1e-15
+    ):
+        # SecAgg+ releases a sum only with enough shares, so this does not happen.
+        raise RuntimeError(
+            f"'{plan.setting}': the release spends ε={spent.epsilon_spent:.4g}, "
+            f"δ={spent.delta_spent:.3g}, more than the run charged for it; nothing is released"
+        )
     facts = RunFacts(
         n_selected=len(selection.nodes),
         n_used=len(got.used),
-        used_clients=sorted(got.used),
-        failed=got.failed,
-        rejected=got.rejected,
+        n_failed=len(got.failed),
+        n_rejected=len(got.rejected),
         secure_aggregation=got.secure,
         secagg=got.secagg,
     )
@@ -518,20 +623,25 @@ def _evaluate_one(
         if selection.labels[nid] in got.used
     ]
     log.info(
-        "fedeval: %s: %d of %d clients used, %d failed, %d rejected, %.2fs",
+        "fedeval: %s: %d of %d clients used, %d failed (%s), %d rejected (%s), %.2fs",
         plan.setting,
         len(got.used),
         len(selection.nodes),
         len(got.failed),
+        "; ".join(sorted(got.failed)) or "none",
         len(got.rejected),
+        "; ".join(sorted(got.rejected)) or "none",
         wall,
     )
-    return plan, ev, _outcome_record(plan, got, facts, ev, wall, bytes_sent)
+    return ev, _outcome_record(plan, got, facts, ev, wall, bytes_sent, note)
 
 
 # ------------------------------------------------------------------ the run
 def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> dict[str, Any]:
     """Run every configured evaluation; write the report; return the outcome.
+
+    Every setting is planned and charged to the run's one ledger before the
+    first round, so a run over its budget sends nothing beyond ``describe``.
 
     Returns
     -------
@@ -542,31 +652,60 @@ def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> d
     ------
     NotEnoughClientsError
         Fewer than ``min-clients`` clients can take part.
+    BudgetExceededError
+        The settings together exceed ``total-epsilon`` / ``total-delta``.
     """
     import fedeval as fe
 
     rng = np.random.default_rng(settings.seed)
     metered = MeteredGrid(grid)
     selection = _select_clients(grid, metered, settings, rng)
+    plans = [_plan_for(model, selection, settings) for model in settings.privacy]
+    params = [
+        None if p.mechanism().placement == "local" else _sum_parameters(p, settings) for p in plans
+    ]
+    charged = {
+        p.setting: _charged_mechanism(p, q, settings) for p, q in zip(plans, params, strict=True)
+    }
+    ledger = charge_run(
+        charged, total_epsilon=settings.total_epsilon, total_delta=settings.total_delta
+    )
+    mixed = any(m.exact for m in charged.values()) and not all(m.exact for m in charged.values())
+    if mixed:
+        log.warning("fedeval: %s", EXACT_NOTE)
     evaluations: dict[str, Evaluation] = {}
     outcomes: dict[str, dict[str, Any]] = {}
-    for round_no, model in enumerate(settings.privacy, start=1):
-        plan, ev, record = _evaluate_one(
-            model, round_no, metered, context, selection, settings, rng
+    for round_no, (plan, q) in enumerate(zip(plans, params, strict=True), start=1):
+        mech = charged[plan.setting]
+        note = EXACT_NOTE if mixed and not mech.exact else None
+        ev, record = _evaluate_one(
+            plan, q, mech, round_no, metered, context, selection, settings, rng, note
         )
         evaluations[plan.setting] = ev
         outcomes[plan.setting] = record
     result = {
         "n_nodes": len(selection.nodes),
         "describe_seconds": selection.describe_seconds,
+        "max_examples_per_client": {
+            "value": selection.max_examples,
+            "declared": selection.declared,
+        },
         "evaluations": outcomes,
+        "privacy_ledger": ledger_record(
+            ledger, {name: ev.receipt for name, ev in evaluations.items()}
+        ),
     }
     out = Path(settings.out_dir)
     fe.report.write_report(
         evaluations, out, thresholds=settings.thresholds, title="fedeval on Flower"
     )
-    (out / RESULT_FILE).write_text(json.dumps(result, indent=2, default=float))
+    (out / RESULT_FILE).write_text(json.dumps(result, indent=2, default=_json_default))
     return {"evaluations": evaluations, "result": result}
+
+
+def _json_default(v: Any) -> Any:
+    f = float(v)
+    return f if math.isfinite(f) else None
 
 
 def make_server_app(defaults: Mapping[str, Any] | None = None) -> ServerApp:

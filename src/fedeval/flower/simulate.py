@@ -62,8 +62,10 @@ def write_partitions(
 
     Returns
     -------
-    (paths, max_examples)
-        ``paths[i]`` is partition i's file; ``max_examples`` the largest part.
+    (paths, largest)
+        ``paths[i]`` is partition i's file; ``largest`` the size of the largest
+        part. It is a fact of the data, not a public bound: under DP the operator
+        declares ``max-examples-per-client`` without looking at the clients' sizes.
 
     Raises
     ------
@@ -111,6 +113,8 @@ def run_flower_simulation(
 
     Raises
     ------
+    ValueError
+        Settings the ServerApp refuses (:func:`~fedeval.flower.run_privacy.check_run`).
     RuntimeError
         The ServerApp failed (its error, e.g. not enough clients, is in the message).
     """
@@ -118,9 +122,10 @@ def run_flower_simulation(
     from flwr.simulation import run_simulation
 
     from fedeval.flower.client_app import make_client_app
-    from fedeval.flower.server_app import ERROR_FILE, RESULT_FILE, make_server_app
+    from fedeval.flower.server_app import ERROR_FILE, RESULT_FILE, ServerSettings, make_server_app
 
     server = {"num-clients": num_supernodes, **dict(server_config)}
+    ServerSettings.from_config(server)  # a refused run fails here, before Ray starts
     out = Path(str(server.get("out-dir", "fedeval-flower-report")))
     out.mkdir(parents=True, exist_ok=True)
     for f in (RESULT_FILE, ERROR_FILE):
@@ -162,6 +167,7 @@ def simulate(
     data_dir: str | Path | None = None,
     rng: RNGLike = None,
     client_seed: int | None = None,
+    max_examples_per_client: int | None = None,
     **server_options: Any,
 ) -> dict[str, Any]:
     """Evaluate ``fed`` on ``n_clients`` simulated Flower clients.
@@ -184,20 +190,31 @@ def simulate(
         Partitioning and server randomness.
     client_seed : int, optional
         Tests only: makes the clients' noise reproducible.
+    max_examples_per_client : int, optional
+        The public bound on one client's examples (every client keeps at most
+        that many, at random). Required under DP; secure aggregation alone
+        takes the largest size the clients declare when it is not given.
     **server_options
         ServerApp settings with underscores for dashes (``epsilon=1.0``,
-        ``height=6``, ``max_dropouts=1``, ``secagg=False``, ...).
+        ``height=6``, ``max_dropouts=1``, ``secagg=False``,
+        ``allow_plaintext_shares=True``, ``allow_sa_with_dp=True``,
+        ``total_epsilon=2.0``, ...).
 
     Returns
     -------
     dict
         The content of ``flower_result.json``.
+
+    Raises
+    ------
+    ValueError
+        Settings the ServerApp refuses, e.g. DP without ``max_examples_per_client``.
     """
     gen = as_generator(rng)
     data = (
         Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="fedeval-parts-"))
     )
-    _, max_examples = write_partitions(fed, n_clients, data, rng=gen)
+    write_partitions(fed, n_clients, data, rng=gen)
     lo, hi = fed.score_range
     client_config: dict[str, Any] = {
         "data-path": str(data / "client_{partition-id}.csv"),
@@ -212,7 +229,7 @@ def simulate(
         "privacy": _privacy_setting(privacy),
         "score-min": lo,
         "score-max": hi,
-        "max-examples-per-client": max_examples,
+        "max-examples-per-client": int(max_examples_per_client or 0),
         "out-dir": str(out_dir),
         "seed": uniform_seed(gen),
     }
@@ -244,9 +261,35 @@ def add_flower_sim_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-clients", type=int, default=3)
     parser.add_argument("--clip-probability", type=float, default=1e-9)
     parser.add_argument(
+        "--max-examples-per-client",
+        type=int,
+        default=None,
+        help="public bound on one client's examples (required under DP: every client keeps "
+        "at most this many, at random; SA alone defaults to the largest client)",
+    )
+    parser.add_argument(
         "--no-secagg",
         action="store_true",
-        help="plaintext sums instead of SecAgg+ (benchmarking only: shares are visible)",
+        help="plaintext sums instead of SecAgg+ (benchmarking only: the server sees every "
+        "client's vector; DistDP also needs --allow-plaintext-shares)",
+    )
+    parser.add_argument(
+        "--allow-plaintext-shares",
+        action="store_true",
+        help="with --no-secagg, run DistDP anyway: its receipt states the (much larger) ε "
+        "of one noise share seen alone",
+    )
+    parser.add_argument(
+        "--allow-sa-with-dp",
+        action="store_true",
+        help="evaluate SA and DP settings on the same clients anyway (the DP receipts do "
+        "not protect against the exact SA release)",
+    )
+    parser.add_argument(
+        "--total-epsilon", type=float, default=None, help="the run's ε budget over all settings"
+    )
+    parser.add_argument(
+        "--total-delta", type=float, default=None, help="the run's δ budget over all settings"
     )
     parser.add_argument("--score-min", type=float, default=0.0)
     parser.add_argument("--score-max", type=float, default=1.0)
@@ -296,7 +339,12 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
             max_dropouts=args.max_dropouts,
             min_clients=args.min_clients,
             clip_probability=args.clip_probability,
+            max_examples_per_client=args.max_examples_per_client,
             secagg=not args.no_secagg,
+            allow_plaintext_shares=args.allow_plaintext_shares,
+            allow_sa_with_dp=args.allow_sa_with_dp,
+            total_epsilon=args.total_epsilon,
+            total_delta=args.total_delta,
             thresholds=",".join(str(t) for t in args.thresholds),
         )
     except RuntimeError as exc:
@@ -309,12 +357,22 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
         facts = ev["facts"]
         print(
             f"{name:>16}: ROC AUC {ev['roc_auc']:.4f}  clients used {facts['n_used']}/"
-            f"{facts['n_selected']}  failed {len(facts['failed'])}  rejected "
-            f"{len(facts['rejected'])}  {ev['wall_seconds']:.2f}s  "
+            f"{facts['n_selected']}  failed {facts['n_failed']}  rejected "
+            f"{facts['n_rejected']}  {ev['wall_seconds']:.2f}s  "
             f"{ev['bytes_sent_per_client']:.0f} B/client"
         )
         print(f"{'':>18}{ev['guarantee']}")
-        for who, why in {**facts["failed"], **facts["rejected"]}.items():
-            print(f"{'':>18}{who}: {why}")
+        if "note" in ev:
+            print(f"{'':>18}note: {ev['note']}")
+    total = result["privacy_ledger"]["total"]
+    if total is not None:
+        delta = f", δ={total['delta']:.3g}" if total["delta"] else ""
+        print(
+            f"\n{'run total':>16}: ε={total['epsilon']:.4g}{delta}, neighbours "
+            f"{total['neighbouring']} (one ledger over the DP settings)"
+        )
+    if result["privacy_ledger"]["exact_release"]:
+        print(f"{'':>18}{result['privacy_ledger']['exact_release']}")
+    print("(failed or rejected clients are named in the server log, not in the result)")
     print(f"\nreport: {Path(args.out) / 'report.html'}")
     return 0

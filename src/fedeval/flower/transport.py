@@ -3,7 +3,9 @@
 Selection (``query.describe``), the SecAgg+ round in its integer-exact
 configuration (:func:`secure_sum`), plaintext replies checked against the range
 of an honest encoding (:func:`plain_replies`), and byte metering. Planning,
-decoding and the evaluation are in :mod:`fedeval.flower.server_app`.
+decoding and the evaluation are in :mod:`fedeval.flower.server_app`. Clients
+that fail or send an impossible reply are named in the server log (logger
+``fedeval.flower``), for the operator; released results hold only their number.
 """
 
 from __future__ import annotations
@@ -189,7 +191,12 @@ def plain_replies(
     noise_tail: int,
     timeout: float | None,
 ) -> tuple[dict[int, tuple[NDArray[np.int64], int]], dict[str, str], dict[str, str]]:
-    """Plaintext replies, each checked against the honest range; (ok, failed, rejected)."""
+    """Plaintext replies, each checked against the honest range; (ok, failed, rejected).
+
+    ``ok`` maps a node to its vector and, under local DP, its number of reports
+    (0 for sums, whose replies carry no count). ``failed`` and ``rejected`` map
+    client labels to reasons, for the server log only.
+    """
     msgs = [
         Message(
             RecordDict(
@@ -209,16 +216,26 @@ def plain_replies(
         who = labels.get(nid, f"node {nid}")
         if r.has_error():
             failed[who] = failure_reason(r.error)
+            log.warning("fedeval: %s failed: %s", who, failed[who])
             continue
         try:
-            info = r.content.config_records[INFO_KEY]
-            n = int(str(info["n-examples"]))
+            plan = plans[nid]
             vec = r.content.array_records[VECTOR_KEY].to_numpy_ndarrays()[0]
-            expected = reply_range(plans[nid], n_examples=n, noise_tail=noise_tail)
+            if plan.mechanism().placement == "local":
+                n = int(str(r.content.config_records[INFO_KEY]["n-reports"]))
+                expected = reply_range(plan, n_examples=n)
+            else:
+                n = 0
+                expected = reply_range(plan, noise_tail=noise_tail)
             ok[nid] = (check_reply(vec, expected), n)
-        except (ReplyOutOfRangeError, KeyError, IndexError, TypeError) as exc:
+        except (ReplyOutOfRangeError, KeyError, IndexError, TypeError, ValueError) as exc:
             rejected[who] = f"reply rejected: {exc}"
             log.warning("fedeval: %s: reply rejected: %s", who, exc)
+    for nid in plans:
+        who = labels.get(nid, f"node {nid}")
+        if nid not in ok and who not in failed and who not in rejected:
+            failed[who] = "no reply (timed out)"
+            log.warning("fedeval: %s: no reply (timed out)", who)
     return ok, failed, rejected
 
 
@@ -236,20 +253,27 @@ def wait_for_nodes(grid: Grid, expected: int, wait: float) -> list[int]:
 
 
 def describe_nodes(
-    grid: MeteredGrid, node_ids: list[int], max_examples: int, timeout: float | None
+    grid: MeteredGrid, node_ids: list[int], declare_sizes: bool, timeout: float | None
 ) -> tuple[dict[int, str], dict[int, int], dict[str, str]]:
     """Ask every node to load its data (``query.describe``).
+
+    Parameters
+    ----------
+    declare_sizes : bool
+        Ask every client for its size: only for a run of secure aggregation
+        alone without a declared bound. Otherwise a client replies with its
+        label and nothing about its size.
 
     Returns
     -------
     (labels, sizes, failed)
-        Node -> label for those that loaded their data; node -> size for those
-        that declared it or are above the bound ``max_examples`` (then
-        ``max_examples + 1``); label -> reason for the others.
+        Node -> label for those that loaded their data; node -> declared size
+        (only when asked); label -> reason for the others (logged here; the
+        released result holds only their number).
     """
     msgs = [
         Message(
-            RecordDict({INFO_KEY: ConfigRecord({"max-examples": max_examples})}),
+            RecordDict({INFO_KEY: ConfigRecord({"declare-size": bool(declare_sizes)})}),
             dst_node_id=nid,
             message_type=DESCRIBE,
             group_id="describe",
@@ -259,8 +283,10 @@ def describe_nodes(
     labels: dict[int, str] = {}
     sizes: dict[int, int] = {}
     failed: dict[str, str] = {}
+    answered: set[int] = set()
     for r in grid.send_and_receive(msgs, timeout=timeout):
         nid = r.metadata.src_node_id
+        answered.add(nid)
         if r.has_error():
             reason = failure_reason(r.error)
             failed[
@@ -270,13 +296,12 @@ def describe_nodes(
             continue
         info = r.content.config_records[INFO_KEY]
         labels[nid] = str(info["client"])
-        if "n-examples" in info:
+        if declare_sizes:
             sizes[nid] = int(str(info["n-examples"]))
-        elif not bool(info.get("within-bound", False)):
-            sizes[nid] = max_examples + 1  # the client says it is above the bound
     for nid in node_ids:
-        if nid not in labels and f"node {nid}" not in failed:
+        if nid not in answered:
             failed[f"node {nid}"] = "no reply (timed out)"
+            log.warning("fedeval: node %s: no reply (timed out)", nid)
     return labels, sizes, failed
 
 
