@@ -33,7 +33,9 @@ above the claimed ε.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -171,7 +173,7 @@ def audit(
     ka, kb = int(event(ma).sum()), int(event(mb).sum())
     num, den = (kb, ka) if swap else (ka, kb)
     label = f"{name} ({'D′ over D' if swap else 'D over D′'})"
-    return AuditResult(
+    result = AuditResult(
         claimed_epsilon=claimed_epsilon,
         delta=delta,
         epsilon_hat=_plug_in(num, den, trials, delta),
@@ -181,6 +183,33 @@ def audit(
         hits=(num, den),
         confidence=confidence,
     )
+    _log(result)
+    return result
+
+
+def _log(result: AuditResult) -> None:
+    """Append the result to $FEDEVAL_AUDIT_LOG (JSON lines), if set: tools/audit_report.py.
+
+    Every row also gets the one-sided 95% lower bound (the issue's reporting
+    level), whatever confidence the test asserts at.
+    """
+    path = os.environ.get("FEDEVAL_AUDIT_LOG")
+    if not path:
+        return
+    num, den = result.hits
+    row = {
+        "test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
+        "claimed": result.claimed_epsilon,
+        "delta": result.delta,
+        "epsilon_hat": result.epsilon_hat,
+        "lower": result.epsilon_lower,
+        "confidence": result.confidence,
+        "lower_95": _lower_bound(num, den, result.trials, result.delta, 0.05),
+        "trials": result.trials,
+        "event": result.event,
+    }
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
 
 
 def run_many(
