@@ -143,6 +143,10 @@ def federated_ecdf(
 
     Notes
     -----
+    Public inputs: the grid, the participating clients (the secure sum's
+    parties), and the number of examples only under replacement of one example
+    (otherwise the ECDF is normalised by its own released count).
+
     Privacy: the model's guarantee per example (Theorem 1 under replacement),
     against the server, provided secure aggregation reveals only sums.
 

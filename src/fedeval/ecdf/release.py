@@ -176,6 +176,11 @@ def private_ecdf(
 
     Notes
     -----
+    Public inputs: the grid; the number of values only under replacement of
+    one example (Theorem 1; otherwise the release is normalised by its own
+    noisy count); each value is simulated as its own client, so the number of
+    clients is not stated anywhere in the result.
+
     Privacy: as the model states, per example (Theorem 1; Theorem 3 for
     add/remove); every later evaluation, smoothing and inversion is
     post-processing. Expected squared error of every count ≈ 2(L + 1)·scale²

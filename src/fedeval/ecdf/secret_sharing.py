@@ -188,6 +188,9 @@ def multi_server_ecdf(
 
     Notes
     -----
+    Public inputs: the grid, the number of servers and of participating
+    clients, and the number of examples only under replacement of one example.
+
     Privacy: the model's guarantee per example for everything the servers
     publish; shares are information-theoretically hiding against any m - 1
     servers.

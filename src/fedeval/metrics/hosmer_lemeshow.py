@@ -201,6 +201,10 @@ def hosmer_lemeshow(
 
     Notes
     -----
+    Public inputs: the number of groups Q, the height L (the quantile grid),
+    and the number of examples only under replacement of one example (the
+    paper's setting); the cut points are post-processing of the private ECDF.
+
     Privacy: the model's guarantee per example (Theorem 2); the exact
     statistic has no privacy.
 

@@ -453,7 +453,14 @@ def _distributed(
             model.neighbouring,
             _public(
                 sketch,
-                "the number of clients adding shares and the reconstruction threshold",
+                # Calibrated to the real threshold f·n, n shares always sum to the same
+                # noise: n is not an input of the release. A threshold given by the
+                # secure sum (Flower's SecAgg+) is, with the clients it counts.
+                *(
+                    ("the number of clients adding shares and the reconstruction threshold",)
+                    if min_received is not None
+                    else ()
+                ),
                 *(("the number of examples",) if model.example_count_public else ()),
             ),
         ),
