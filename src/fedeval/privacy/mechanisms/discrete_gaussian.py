@@ -268,9 +268,7 @@ def sample_discrete_gaussian(sigma: ArrayLike, rng: np.random.Generator) -> NDAr
         sig = s[todo]
         t = np.floor(sig) + 1.0
         y = two_sided_geometric(np.exp(-1.0 / t), (todo.size,), rng)
-        accept = rng.random(todo.size) < np.exp(
-            -((np.abs(y) - sig**2 / t) ** 2) / (2.0 * sig**2)
-        )
+        accept = rng.random(todo.size) < np.exp(-((np.abs(y) - sig**2 / t) ** 2) / (2.0 * sig**2))
         out[todo[accept]] = y[accept]
         todo = todo[~accept]
     return out.reshape(np.shape(sigma))
