@@ -37,6 +37,7 @@ from fedeval.metrics.dense import (
     delong_auc_se,
     dense_ap_se,
     dense_auc_se,
+    pointwise_band,
 )
 from fedeval.metrics.precision_recall import (
     PRStrategy,
@@ -142,6 +143,8 @@ class Evaluation:
     @cached_property
     def defined(self) -> bool:
         """Whether both classes have released counts above zero (else the curves are NaN)."""
+        if self._method == "dense":
+            return self.counts.defined
         return _defined(self.tree)
 
     # ---------------------------------------------------------- the metrics
@@ -155,7 +158,8 @@ class Evaluation:
         return boundary_counts(self.tree, self.parameters.get("level"))
 
     def _auc_of(self, tree: HierarchicalHistogram) -> float:
-        if not _defined(tree):
+        # The dense AUC is NaN by itself when a class total is not positive.
+        if self.parameters["auc_buckets"] != "dense" and not _defined(tree):
             return math.nan
         return roc_auc_score(
             tree,
@@ -173,7 +177,7 @@ class Evaluation:
         }
 
     def _ap_of(self, tree: HierarchicalHistogram) -> float:
-        if not _defined(tree):
+        if self._method != "dense" and not _defined(tree):
             return math.nan
         return average_precision_score(
             tree, strategy=self.parameters["pr_strategy"], **self._curve_options()
@@ -278,7 +282,11 @@ class Evaluation:
     def roc_band(
         self, fpr_grid: Any = None, *, level: float = 0.9
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """Pointwise uncertainty band of TPR over a grid of FPR (parametric bootstrap).
+        """Pointwise uncertainty band of TPR over a grid of FPR.
+
+        Delta method (:func:`fedeval.metrics.dense.pointwise_band`) on the dense
+        curve's threshold standard errors; the parametric bootstrap with
+        ``standard_errors="bootstrap"`` or the quantile curve.
 
         Returns
         -------
@@ -292,6 +300,13 @@ class Evaluation:
         nan = np.full(grid.shape, np.nan)
         if not self.defined:
             return grid, nan, nan.copy()
+        if self._closed_form and self._method == "dense":
+            fpr, tpr, _ = self.roc_curve()
+            pts = self._point_se
+            se_f = np.concatenate(([0.0], pts.fpr_se[::-1]))
+            se_t = np.concatenate(([0.0], pts.recall_se[::-1]))
+            lo, hi = pointwise_band(fpr, tpr, se_f, se_t, grid, _z(level))
+            return grid, lo, hi
 
         def tpr_on_grid(tree: HierarchicalHistogram) -> NDArray[np.float64]:
             if not _defined(tree):
@@ -315,6 +330,45 @@ class Evaluation:
             return grid, nan, nan.copy()
         a = (1 - level) / 2
         return grid, np.quantile(rows, a, axis=0), np.quantile(rows, 1 - a, axis=0)
+
+    def pr_band(
+        self, recall_grid: Any = None, *, level: float = 0.9
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Pointwise uncertainty band of precision over a grid of recall (delta method).
+
+        From the dense curve's threshold standard errors
+        (:func:`fedeval.metrics.dense.pointwise_band`); NaN when the release is
+        not :attr:`defined` or the curve is not the dense one. Zero width without noise.
+        """
+        grid = (
+            np.linspace(0, 1, 101)
+            if recall_grid is None
+            else np.asarray(recall_grid, dtype=np.float64)
+        )
+        nan = np.full(grid.shape, np.nan)
+        if not self.defined or self._method != "dense":
+            return grid, nan, nan.copy()
+        counts = self.counts
+        tp, fp = counts.above[1, :-1], counts.above[0, :-1]
+        keep = (tp > 0) & ((tp + fp) > 0)
+        pts = self._point_se
+        recall = tp[keep] / counts.above[1, 0]
+        precision = tp[keep] / (tp[keep] + fp[keep])
+        order = np.argsort(recall, kind="stable")
+        lo, hi = pointwise_band(
+            recall[order],
+            precision[order],
+            np.nan_to_num(pts.recall_se[keep][order]),
+            np.nan_to_num(pts.precision_se[keep][order]),
+            grid,
+            _z(level),
+        )
+        return grid, lo, hi
+
+    @cached_property
+    def _point_se(self) -> ThresholdMetrics:
+        """Threshold metrics (with SEs) at every inner boundary of the dense curves' level."""
+        return threshold_metrics(self.tree, self.counts.edges[:-1])
 
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
@@ -362,32 +416,61 @@ class Evaluation:
         return float(np.std(values, ddof=1)) if values.size >= 2 else math.nan
 
 
+def _z(level: float) -> float:
+    """Two-sided normal quantile of a confidence level in (0, 1)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2))
+
+
 def _undefined_curve() -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     nan = np.full(1, np.nan)
     return nan, nan.copy(), nan.copy()
 
 
-def _warn_if_degenerate(tree: HierarchicalHistogram, *, stacklevel: int) -> None:
-    """Warn when a class's released count is not clearly above its noise (a function of the release)."""
+AUC_ERROR_TOLERANCE = 0.05
+"""Predicted AUC error (from :func:`fedeval.plan`) above which :func:`evaluate` warns."""
+
+
+def _warn_if_unreliable(tree: HierarchicalHistogram, chosen: Plan, *, stacklevel: int) -> None:
+    """Warn when the plan predicts a large AUC error or a class's released count is weak.
+
+    The message holds released and public values only: the planner's predicted
+    error (from public inputs) and the noisy class totals with their standard
+    errors. Never an exact count.
+    """
     totals = tree.totals()
+    reasons = []
+    predicted = float(chosen.predicted_error.get("auc", 0.0))
+    if predicted > AUC_ERROR_TOLERANCE:
+        reasons.append(
+            f"the planner predicts an AUC error of {predicted:.3g} "
+            f"(tolerance {AUC_ERROR_TOLERANCE:g}) for {chosen.n_clients} clients at this ε"
+        )
     # The raw level-1 variance bounds the consistent one (consistency never
     # increases a range query's variance): the exact one is computed only when needed.
     raw_se = np.sqrt(np.maximum(np.asarray(tree.node_variance[0]).sum(axis=-1), 0.0))
-    if np.all(totals > 3.0 * raw_se) and _defined(tree):
-        return
-    se = np.sqrt(np.maximum(tree.total_variance(), 0.0))
-    weak = [
-        f"{_CLASS_NAMES[c]} ≈ {totals[c]:.3g} ± {se[c]:.2g}"
-        for c in (0, 1)
-        if not totals[c] > 3.0 * se[c]
-    ]
-    if not weak and _defined(tree):
+    if not (np.all(totals > 3.0 * raw_se) and _defined(tree)):
+        se = np.sqrt(np.maximum(tree.total_variance(), 0.0))
+        weak = [c for c in (0, 1) if not totals[c] > 3.0 * se[c]]
+        if weak or not _defined(tree):
+            reasons.append(
+                "released class count not clearly above the privacy noise (3 standard errors): "
+                + "; ".join(
+                    f"{_CLASS_NAMES[c]} ≈ {totals[c]:.1f} ± {se[c]:.2g}" for c in (weak or (0, 1))
+                )
+            )
+    if not reasons:
         return
     warnings.warn(
-        "released class count not clearly above the privacy noise (3 standard errors): "
-        + "; ".join(weak or ["a class has no released examples"])
-        + ". The class is empty or small against the noise; the AUC, average precision and "
-        "curves are NaN where the released counts leave them undefined, unreliable otherwise",
+        "; ".join(reasons)
+        # One decimal: a noisy total is not an integer, and is never printed as one.
+        + f" (released class totals: negatives ≈ {totals[0]:.1f}, positives ≈ {totals[1]:.1f})."
+        " Estimates are clipped to their valid range and carry their standard errors"
+        " (capped at 0.5); the AUC, average precision and curves are NaN where a released"
+        " class total is not positive",
         UserWarning,
         stacklevel=stacklevel,
     )
@@ -668,5 +751,5 @@ def evaluate(
     )
     seed = uniform_seed(gen)
     if private:
-        _warn_if_degenerate(tree, stacklevel=3)
+        _warn_if_unreliable(tree, chosen, stacklevel=3)
     return Evaluation(tree, params, chosen, bootstrap_replicates, seed)

@@ -155,3 +155,57 @@ def test_quantile_method_is_kept() -> None:
     ref = fe.metrics.roc_curve(ev.tree, method="quantile", n_quantiles=ev.parameters["n_quantiles"])
     np.testing.assert_array_equal(f, ref[0])
     assert boundary_counts(ev.tree, 1).level == 1
+
+
+def _breast_cancer_scores() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_breast_cancer(return_X_y=True)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    s = cross_val_predict(model, x, y, cv=5, method="predict_proba")[:, 1]
+    return s, y
+
+
+def test_small_data_warns_with_numbers_and_never_raises() -> None:
+    """Issue 13: 50 rows of breast_cancer under LDP ε = 1 gave an exception."""
+    s, y = _breast_cancer_scores()
+    idx = np.random.default_rng(0).choice(y.size, 50, replace=False)
+    fed = fe.Federation.from_arrays(s[idx], y[idx])
+    for seed in range(20):
+        with pytest.warns(UserWarning, match="predicts an AUC error of") as record:
+            ev = fe.evaluate(fed, fe.LocalDP(epsilon=1.0), rng=seed)
+        message = str(record[0].message)
+        assert "released class totals" in message
+        for value, se in (
+            (ev.roc_auc, ev.roc_auc_se),
+            (ev.average_precision, ev.average_precision_se),
+        ):
+            if ev.defined:
+                assert 0.0 <= value <= 1.0 and 0.0 < se <= 0.5
+            else:
+                assert np.isnan(value)
+        _ = ev.roc_curve(), ev.precision_recall_curve(), ev.roc_band(), ev.pr_band()
+        _ = ev.at_threshold(np.linspace(0, 1, 5)), ev.summary()
+
+
+@pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
+def test_bands_cover_the_curve_and_match_the_bootstrap(privacy: object) -> None:
+    s, y = _data()
+    fed = fe.Federation.from_arrays(s, y)
+    ev = fe.evaluate(fed, privacy, rng=3)
+    boot = fe.evaluate(fed, privacy, rng=3, standard_errors="bootstrap", bootstrap_replicates=100)
+    grid, lo, hi = ev.roc_band(level=0.9)
+    _, blo, bhi = boot.roc_band(level=0.9)
+    fpr, tpr, _ = ev.roc_curve()
+    mid = np.interp(grid, fpr, tpr)
+    assert np.all(lo <= mid + 1e-12) and np.all(mid <= hi + 1e-12)
+    inner = (grid > 0.05) & (grid < 0.95)
+    # Widths agree on average within a factor 2 (delta method vs 100 bootstrap replicates).
+    ratio = np.mean((hi - lo)[inner]) / np.mean((bhi - blo)[inner])
+    assert 0.5 < ratio < 2.0
+    _, plo, phi = ev.pr_band()
+    assert np.all(plo <= phi) and np.any(phi > plo)

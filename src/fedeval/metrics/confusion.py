@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.metrics.dense import MAX_SE
 from fedeval.metrics.inputs import hierarchy_of
 
 __all__ = ["ThresholdMetrics", "threshold_metrics"]
@@ -36,8 +37,9 @@ class ThresholdMetrics:
     precision_se, recall_se, fpr_se, accuracy_se : ndarray
         Standard errors from the privacy noise (delta method on the exact
         variances of the prefix count, the class total and their covariance,
-        O(b·h) per threshold). 0 under secure aggregation, and at the domain's
-        low end where recall and FPR are 1 by construction.
+        O(b·h) per threshold), capped at 0.5 (the largest spread of a value in
+        [0, 1]). 0 under secure aggregation, and at the domain's low end where
+        recall and FPR are 1 by construction.
     bucketization_bound : ndarray
         Largest possible change of recall/FPR from the unknown position of
         examples inside the leaf holding the threshold (the leaf's share of its
@@ -83,6 +85,11 @@ class ThresholdMetrics:
             v = np.asarray(getattr(self, name))
             out[name] = v.item() if v.ndim == 0 else v.tolist()
         return out
+
+
+def _se(var: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Standard error from a delta-method variance, capped at :data:`~fedeval.metrics.dense.MAX_SE`."""
+    return np.asarray(np.minimum(np.sqrt(np.maximum(var, 0.0)), MAX_SE), dtype=np.float64)
 
 
 def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
@@ -176,10 +183,10 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
         recall=shaped(recall),
         fpr=shaped(fpr),
         accuracy=shaped(accuracy),
-        precision_se=shaped(np.sqrt(np.maximum(precision_var, 0.0))),
-        recall_se=shaped(np.sqrt(np.maximum(recall_var, 0.0))),
-        fpr_se=shaped(np.sqrt(np.maximum(fpr_var, 0.0))),
-        accuracy_se=shaped(np.sqrt(np.maximum(acc_var, 0.0))),
+        precision_se=shaped(_se(precision_var)),
+        recall_se=shaped(_se(recall_var)),
+        fpr_se=shaped(_se(fpr_var)),
+        accuracy_se=shaped(_se(acc_var)),
         bucketization_bound=shaped(bound),
         tp=shaped(tp),
         fp=shaped(fp),

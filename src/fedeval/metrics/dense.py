@@ -45,6 +45,7 @@ from fedeval.metrics.inputs import hierarchy_of
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
 __all__ = [
+    "MAX_SE",
     "BoundaryCounts",
     "auc_bucketization_bound",
     "boundary_counts",
@@ -54,6 +55,16 @@ __all__ = [
     "dense_roc_auc",
     "dense_roc_curve",
 ]
+
+
+MAX_SE = 0.5
+"""Cap on a standard error of an estimate confined to [0, 1].
+
+No distribution on [0, 1] has a standard deviation above ½ (Popoviciu's
+inequality), so a clipped estimate's error spread never exceeds it; a larger
+delta-method value (tiny or negative noisy totals) only says the
+linearisation has broken down.
+"""
 
 
 @dataclass(frozen=True)
@@ -289,7 +300,7 @@ def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     var = _leaf_variance(tree, grad_p, 1) + _leaf_variance(tree, grad_n, 0)
     v_bin = _bin_variance_by_class(tree, counts.level)
     var += p.size**2 * v_bin[0] * v_bin[1] / 2 / (big_p * big_n) ** 2
-    return float(np.sqrt(max(var, 0.0)))
+    return float(min(np.sqrt(max(var, 0.0)), MAX_SE))
 
 
 def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
@@ -316,7 +327,7 @@ def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     grad_p = (prec + np.cumsum(p * f_i / d2) - ap) / big_p
     grad_n = -np.cumsum(p * a_i / d2) / big_p
     var = _leaf_variance(tree, grad_p, 1) + _leaf_variance(tree, grad_n, 0)
-    return float(np.sqrt(max(var, 0.0)))
+    return float(min(np.sqrt(max(var, 0.0)), MAX_SE))
 
 
 def delong_auc_se(counts: BoundaryCounts) -> float:
@@ -345,3 +356,37 @@ def delong_auc_se(counts: BoundaryCounts) -> float:
     s10 = float(np.sum(p * (v10 - auc) ** 2) / (big_p - 1))
     s01 = float(np.sum(n * (v01 - auc) ** 2) / (big_n - 1))
     return float(np.sqrt(max(s10 / big_p + s01 / big_n, 0.0)))
+
+
+def pointwise_band(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    se_x: NDArray[np.float64],
+    se_y: NDArray[np.float64],
+    grid: NDArray[np.float64],
+    z: float,
+    *,
+    slope_window: float = 0.02,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Pointwise band of y over a grid of x for a curve whose points both move with noise.
+
+    At a grid value x0 the curve's y is y(t) at the threshold t where x(t) = x0, so by
+    the delta method Var ≈ se_y² + (dy/dx)² se_x² (the two coordinates come from the two
+    classes, or from a ratio whose covariance is small against these terms; the
+    slope is the chord over ±``slope_window``). Clipped to [0, 1].
+
+    Parameters
+    ----------
+    x, y, se_x, se_y : ndarray, shape (n,)
+        Curve points in non-decreasing x and their standard errors.
+    grid : ndarray
+    z : float
+        Normal quantile of the two-sided level.
+    """
+    yg = np.interp(grid, x, y)
+    lo = np.clip(grid - slope_window, x[0], x[-1])
+    hi = np.clip(grid + slope_window, x[0], x[-1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.where(hi > lo, (np.interp(hi, x, y) - np.interp(lo, x, y)) / (hi - lo), 0.0)
+    se = np.sqrt(np.interp(grid, x, se_y) ** 2 + slope**2 * np.interp(grid, x, se_x) ** 2)
+    return np.clip(yg - z * se, 0.0, 1.0), np.clip(yg + z * se, 0.0, 1.0)

@@ -153,7 +153,10 @@ def average_precision_score(
     interpolation: Interpolation = "pchip",
     strategy: PRStrategy = "separate",
 ) -> float:
-    """Step-sum average precision of :func:`precision_recall_curve` (scikit-learn's definition)."""
+    """Step-sum average precision of :func:`precision_recall_curve` (scikit-learn's definition).
+
+    NaN when a class's released total is not positive.
+    """
     p, r, _ = precision_recall_curve(
         release,
         method=method,
@@ -162,4 +165,6 @@ def average_precision_score(
         interpolation=interpolation,
         strategy=strategy,
     )
+    if np.isnan(p).any():
+        return float("nan")
     return average_precision_from_curve(p, r)
