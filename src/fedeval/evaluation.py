@@ -303,9 +303,15 @@ class Evaluation:
         if self._closed_form and self._method == "dense":
             fpr, tpr, _ = self.roc_curve()
             pts = self._point_se
-            se_f = np.concatenate(([0.0], pts.fpr_se[::-1]))
-            se_t = np.concatenate(([0.0], pts.recall_se[::-1]))
-            lo, hi = pointwise_band(fpr, tpr, se_f, se_t, grid, _z(level))
+            lo, hi = pointwise_band(
+                fpr,
+                tpr,
+                pts.fpr_se[::-1],
+                pts.recall_se[::-1],
+                grid,
+                _z(level),
+                se_at=pts.fpr[::-1],
+            )
             return grid, lo, hi
 
         def tpr_on_grid(tree: HierarchicalHistogram) -> NDArray[np.float64]:
@@ -348,27 +354,32 @@ class Evaluation:
         nan = np.full(grid.shape, np.nan)
         if not self.defined or self._method != "dense":
             return grid, nan, nan.copy()
-        counts = self.counts
-        tp, fp = counts.above[1, :-1], counts.above[0, :-1]
-        keep = (tp > 0) & ((tp + fp) > 0)
-        pts = self._point_se
-        recall = tp[keep] / counts.above[1, 0]
-        precision = tp[keep] / (tp[keep] + fp[keep])
+        precision, recall, _ = self.precision_recall_curve()
         order = np.argsort(recall, kind="stable")
+        pts = self._point_se
+        ok = np.isfinite(pts.precision_se) & np.isfinite(pts.precision)
+        se_order = np.argsort(pts.recall[ok], kind="stable")
         lo, hi = pointwise_band(
             recall[order],
             precision[order],
-            np.nan_to_num(pts.recall_se[keep][order]),
-            np.nan_to_num(pts.precision_se[keep][order]),
+            pts.recall_se[ok][se_order],
+            pts.precision_se[ok][se_order],
             grid,
             _z(level),
+            se_at=pts.recall[ok][se_order],
         )
         return grid, lo, hi
 
     @cached_property
     def _point_se(self) -> ThresholdMetrics:
-        """Threshold metrics (with SEs) at every inner boundary of the dense curves' level."""
-        return threshold_metrics(self.tree, self.counts.edges[:-1])
+        """Threshold metrics (with SEs) at up to 1,024 boundaries of the dense curves' level.
+
+        Standard errors vary smoothly along the curve, so the bands interpolate
+        them between these points (the bands' centre is the full curve).
+        """
+        edges = self.counts.edges[:-1]
+        step = max(1, -(-edges.size // 1024))
+        return threshold_metrics(self.tree, edges[::step])
 
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:

@@ -260,19 +260,23 @@ def _is_exact(tree: HierarchicalHistogram) -> bool:
 
 
 # ------------------------------------------------------------ standard errors
-def _bin_variance_by_class(tree: HierarchicalHistogram, level: int) -> NDArray[np.float64]:
-    """Noise variance of one bin count of ``level`` per class (a middle bin, consistent tree)."""
-    n_bins = tree.branching**level
+def _variances(
+    tree: HierarchicalHistogram, bin_weights: NDArray[np.float64], c: int, *, with_bin: bool
+) -> tuple[float, float]:
+    """Exact variance of the bin-weighted query on class c and, if asked, of one middle bin.
+
+    Both in one propagation through the consistency map (rows of one query matrix).
+    """
+    n_bins = bin_weights.size
     span = tree.spec.n_leaves // n_bins
-    w = np.zeros((1, tree.spec.n_leaves))
-    mid = n_bins // 2
-    w[0, mid * span : (mid + 1) * span] = 1.0
-    return np.array([tree.leaf_query_variance(w, c)[0] for c in (0, 1)])
-
-
-def _leaf_variance(tree: HierarchicalHistogram, bin_weights: NDArray[np.float64], c: int) -> float:
-    span = tree.spec.n_leaves // bin_weights.size
-    return float(tree.leaf_query_variance(np.repeat(bin_weights, span)[None, :], c)[0])
+    rows = [np.repeat(bin_weights, span)]
+    if with_bin:
+        one = np.zeros(tree.spec.n_leaves)
+        mid = n_bins // 2
+        one[mid * span : (mid + 1) * span] = 1.0
+        rows.append(one)
+    v = tree.leaf_query_variance(np.vstack(rows), c)
+    return float(v[0]), float(v[1]) if with_bin else 0.0
 
 
 def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
@@ -297,9 +301,9 @@ def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     grad_p = (np.cumsum(n) - 0.5 * n) / (big_p * big_n) - auc / big_p
     above_p = big_p - np.cumsum(p)  # positives in higher bins
     grad_n = (above_p + 0.5 * p) / (big_p * big_n) - auc / big_n
-    var = _leaf_variance(tree, grad_p, 1) + _leaf_variance(tree, grad_n, 0)
-    v_bin = _bin_variance_by_class(tree, counts.level)
-    var += p.size**2 * v_bin[0] * v_bin[1] / 2 / (big_p * big_n) ** 2
+    var_p, bin_p = _variances(tree, grad_p, 1, with_bin=True)
+    var_n, bin_n = _variances(tree, grad_n, 0, with_bin=True)
+    var = var_p + var_n + p.size**2 * bin_p * bin_n / 2 / (big_p * big_n) ** 2
     return float(min(np.sqrt(max(var, 0.0)), MAX_SE))
 
 
@@ -326,7 +330,10 @@ def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     ap = float(np.sum(p * prec) / big_p)
     grad_p = (prec + np.cumsum(p * f_i / d2) - ap) / big_p
     grad_n = -np.cumsum(p * a_i / d2) / big_p
-    var = _leaf_variance(tree, grad_p, 1) + _leaf_variance(tree, grad_n, 0)
+    var = (
+        _variances(tree, grad_p, 1, with_bin=False)[0]
+        + _variances(tree, grad_n, 0, with_bin=False)[0]
+    )
     return float(min(np.sqrt(max(var, 0.0)), MAX_SE))
 
 
@@ -366,6 +373,7 @@ def pointwise_band(
     grid: NDArray[np.float64],
     z: float,
     *,
+    se_at: NDArray[np.float64] | None = None,
     slope_window: float = 0.02,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Pointwise band of y over a grid of x for a curve whose points both move with noise.
@@ -382,11 +390,16 @@ def pointwise_band(
     grid : ndarray
     z : float
         Normal quantile of the two-sided level.
+    se_at : ndarray, optional
+        Non-decreasing x where ``se_x`` and ``se_y`` are given, when they are
+        computed on a subset of the points (standard errors vary smoothly along
+        the curve; the band's centre stays the full curve).
     """
     yg = np.interp(grid, x, y)
     lo = np.clip(grid - slope_window, x[0], x[-1])
     hi = np.clip(grid + slope_window, x[0], x[-1])
     with np.errstate(divide="ignore", invalid="ignore"):
         slope = np.where(hi > lo, (np.interp(hi, x, y) - np.interp(lo, x, y)) / (hi - lo), 0.0)
-    se = np.sqrt(np.interp(grid, x, se_y) ** 2 + slope**2 * np.interp(grid, x, se_x) ** 2)
+    xs = x if se_at is None else se_at
+    se = np.sqrt(np.interp(grid, xs, se_y) ** 2 + slope**2 * np.interp(grid, xs, se_x) ** 2)
     return np.clip(yg - z * se, 0.0, 1.0), np.clip(yg + z * se, 0.0, 1.0)
