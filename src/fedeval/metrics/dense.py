@@ -19,12 +19,8 @@ Bucketization bound: for the projected bin counts (p_i, n_i), the AUC of the
 examples lies within ½ Σ_i p_i n_i / (P N) of H_B (Lemma 3: only pairs in the
 same bin are undetermined); :func:`auc_bucketization_bound` returns it.
 
-Level choice (:func:`choose_level`): a deeper level has more resolution (a
-smaller tie term) and more noise in the area: the product of the two classes'
-noise summed over bins grows like b^L · Var(prefix) · Var(node). The level
-minimising the released tie bound plus the predicted noise standard deviation
-of that product term is chosen from released values and known variances only
-(post-processing). Without noise it is the leaf level.
+Level choice (:func:`choose_level`): the leaf level by default (measured
+against the other levels there); any level can be asked for.
 
 References
 ----------
@@ -46,6 +42,7 @@ from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
 __all__ = [
     "MAX_SE",
+    "MIN_PR_POINTS",
     "BoundaryCounts",
     "auc_bucketization_bound",
     "boundary_counts",
@@ -149,35 +146,23 @@ def auc_bucketization_bound(counts: BoundaryCounts) -> float:
 
 
 def choose_level(release: Any) -> int:
-    """The level whose dense AUC has the smallest predicted error (released values only).
+    """The level of the dense curves and AUC: the leaf level (the finest the release holds).
 
-    Predicted error at level L = the tie bound of :func:`auc_bucketization_bound`
-    (computed on the clamped released counts of that level) + the standard
-    deviation of the product-of-noise term of H_B,
-    sqrt(B_L (V_P σ²_{N,L} + V_N σ²_{P,L})) / (P N), where V_c is the variance of
-    a class total (a proxy for a prefix count's) and σ²_{c,L} the mean raw node
-    variance of level L (an upper bound on the consistent one). Without noise
-    the second term is 0 and the leaf level wins.
+    Why not shallower under noise: a prefix count at a level-L boundary of the
+    consistent tree sums at most (b − 1)·L nodes, so its noise grows only
+    slowly with L, while the bucketization error (for the AUC, at most
+    ½ Σ p_i n_i/(PN), :func:`auc_bucketization_bound`) shrinks with every level;
+    the monotone projection absorbs the per-bin noise. Measured on the
+    issue-13 grid (200K generated task and 100× replicated breast_cancer,
+    DistDP ε = 1 and LDP ε = 5, h = 9 and 12, seed 0): the leaf level's ROC
+    Area Error was within 1.7× of the best level's in every cell and the best
+    in two of eight; its AUC RMSE (20 seeds on breast_cancer with 57 clients,
+    8 on a 200K logistic task) was the best or within 5 % of it. Its weakness:
+    PR curves at deep levels under noise (up to 2.5× the best level's Area
+    Error on the generated task under DistDP, h = 12); pass ``level=`` to
+    choose another.
     """
-    tree = hierarchy_of(release)
-    totals = tree.totals()
-    if not np.all(totals > 0):
-        return tree.height
-    big_n, big_p = float(totals[0]), float(totals[1])
-    v_total = np.asarray(tree.node_variance[0], dtype=np.float64).sum(axis=1)
-    best, best_err = tree.height, np.inf
-    for lv in range(1, tree.height + 1):
-        counts = np.maximum(np.asarray(tree.levels[lv - 1], dtype=np.float64), 0.0)
-        tie = 0.5 * float(np.sum(counts[0] * counts[1])) / (big_p * big_n)
-        node_var = np.asarray(tree.node_variance[lv - 1], dtype=np.float64).mean(axis=1)
-        n_bins = counts.shape[1]
-        noise = np.sqrt(n_bins * (v_total[1] * node_var[0] + v_total[0] * node_var[1])) / (
-            big_p * big_n
-        )
-        err = tie + float(noise)
-        if err < best_err - 1e-15:
-            best, best_err = lv, err
-    return best
+    return hierarchy_of(release).height
 
 
 def dense_roc_curve(
@@ -210,8 +195,12 @@ def dense_roc_auc(counts: BoundaryCounts) -> float:
     return float(np.clip(np.trapezoid(tpr, fpr), 0.0, 1.0))
 
 
+MIN_PR_POINTS = 4096
+"""Fewest PR points :func:`dense_precision_recall_curve` returns (when the level has fewer bins)."""
+
+
 def dense_precision_recall_curve(
-    counts: BoundaryCounts, *, exact: bool = False
+    counts: BoundaryCounts, *, exact: bool = False, subdivide: int | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """(precision, recall, thresholds) in the layout of ``sklearn.metrics.precision_recall_curve``.
 
@@ -229,11 +218,27 @@ def dense_precision_recall_curve(
         only reflect noise in the negatives' tail (Xu–Cormode's quantile curve
         shows such points, cause 1 in issue 13). With exact counts they are
         kept: there the data put them.
+    subdivide : int, optional
+        Points per bin. Precision is not linear inside a bin (unlike the ROC
+        curve), so each bin is cut into ``subdivide`` equal parts with both
+        classes' counts spread uniformly (the ROC curve's own assumption,
+        Davis–Goadrich interpolation of the PR curve). Default: enough for
+        :data:`MIN_PR_POINTS` points in all, so a step integral (AP, the PR
+        Area Error) no longer depends on how the curve is interpolated.
     """
     if not counts.defined:
         nan = np.full(1, np.nan)
         return nan, nan.copy(), nan.copy()
-    fp, tp = counts.above[0, :-1], counts.above[1, :-1]
+    n_bins = counts.edges.size - 1
+    k = max(1, -(-MIN_PR_POINTS // n_bins)) if subdivide is None else int(subdivide)
+    if k < 1:
+        raise ValueError(f"subdivide must be >= 1, got {subdivide}")
+    u = np.arange(k) / k
+    bins = counts.bins
+    fp = (counts.above[0, :-1, None] - u[None, :] * bins[0][:, None]).ravel()
+    tp = (counts.above[1, :-1, None] - u[None, :] * bins[1][:, None]).ravel()
+    width = np.diff(counts.edges)
+    thresholds = (counts.edges[:-1, None] + u[None, :] * width[:, None]).ravel()
     keep = (tp + fp) > 0
     if not exact:
         keep &= tp > 0
@@ -243,7 +248,7 @@ def dense_precision_recall_curve(
     return (
         np.concatenate((precision, [1.0])),
         np.concatenate((recall, [0.0])),
-        counts.edges[:-1][keep],
+        thresholds[keep],
     )
 
 
