@@ -81,10 +81,9 @@ def test_delta_method_agrees_with_bootstrap(privacy: object) -> None:
         return fe.metrics.average_precision_score(t, level=level)
 
     # 150 replicates: the bootstrap SD has relative error ~ 1/sqrt(2·149) ≈ 6 %, so 1.25 is
-    # > 3 of its SDs above 1. The delta method linearises before the monotone projection,
-    # which only shrinks the spread: it is conservative, measured boot/delta 0.8-1.0 for the
-    # AUC and 0.44 for AP under LDP (where many bins are projected), hence the lower limits.
-    cases = ((auc, dense_auc_se(tree, ev.counts), 0.6), (ap, dense_ap_se(tree, ev.counts), 0.35))
+    # > 3 of its SDs above 1. The delta method linearises the monotone projection and the
+    # ratio of noisy counts; measured boot/delta 0.75-1.01 here, hence 0.6 below.
+    cases = ((auc, dense_auc_se(tree, ev.counts), 0.6), (ap, dense_ap_se(tree, ev.counts), 0.6))
     for stat, delta, low in cases:
         values = np.asarray(bootstrap_values(tree, stat, replicates=150, rng=1))
         boot = float(np.std(values, ddof=1))

@@ -265,36 +265,89 @@ def _is_exact(tree: HierarchicalHistogram) -> bool:
 
 
 # ------------------------------------------------------------ standard errors
-def _variances(
-    tree: HierarchicalHistogram, bin_weights: NDArray[np.float64], c: int, *, with_bin: bool
-) -> tuple[float, float]:
-    """Exact variance of the bin-weighted query on class c and, if asked, of one middle bin.
+def _variances(tree: HierarchicalHistogram, bin_weights: NDArray[np.float64], c: int) -> float:
+    """Exact noise variance of the bin-weighted linear query on class c (consistent tree)."""
+    span = tree.spec.n_leaves // bin_weights.size
+    return float(tree.leaf_query_variance(np.repeat(bin_weights, span)[None, :], c)[0])
 
-    Both in one propagation through the consistency map (rows of one query matrix).
+
+def _through_projection(
+    counts: BoundaryCounts, c: int, grad_bins: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Gradient with respect to the projected bins of class c, carried back to the released bins.
+
+    The projection (:func:`_monotone_prefix`) is piecewise linear in the
+    released prefix counts r_1..r_{B−1} and the total T: a pooled block of
+    isotonic regression is the mean of its members, a block clipped at 0 is
+    constant and one clipped at T equals T. Its derivative is therefore exact
+    almost everywhere (ties between noisy counts have probability 0): a pooled
+    block spreads the gradient of its members evenly over them, a block at 0
+    passes none and a block at T passes it to the total. Returns the weights
+    on the released (consistent) bins of the level of the linear query with
+    that gradient.
     """
-    n_bins = bin_weights.size
-    span = tree.spec.n_leaves // n_bins
-    rows = [np.repeat(bin_weights, span)]
-    if with_bin:
-        one = np.zeros(tree.spec.n_leaves)
-        mid = n_bins // 2
-        one[mid * span : (mid + 1) * span] = 1.0
-        rows.append(one)
-    v = tree.leaf_query_variance(np.vstack(rows), c)
-    return float(v[0]), float(v[1]) if with_bin else 0.0
+    total = float(counts.above[c, 0])
+    below = total - counts.above[c]  # projected prefix counts, below[0] = 0, below[B] = T
+    n_bins = grad_bins.size
+    g_below = np.zeros(n_bins + 1)
+    g_below[1:n_bins] = grad_bins[:-1] - grad_bins[1:]
+    g_below[n_bins] = grad_bins[-1]
+    inner = below[1:n_bins]
+    g_inner = g_below[1:n_bins]
+    g_raw = np.zeros_like(inner)
+    g_total = g_below[n_bins]
+    if inner.size:
+        starts = np.concatenate(([True], inner[1:] != inner[:-1]))
+        block = np.cumsum(starts) - 1
+        sums = np.bincount(block, weights=g_inner)
+        sizes = np.bincount(block)
+        value = inner[starts]
+        free = (value > 0) & (value < total)
+        g_raw = np.where(free[block], (sums / sizes)[block], 0.0)
+        g_total += float(np.sum(sums[value >= total]))
+    # r_j sums the released bins below boundary j: bin k enters every r_j with j > k.
+    suffix = np.concatenate((np.cumsum(g_raw[::-1])[::-1], [0.0]))
+    return np.asarray(suffix + g_total, dtype=np.float64)
+
+
+PINNED_FLOOR = 0.25
+"""Floor of a delta-method SE, as a share of the SE that ignores the monotone projection.
+
+Where the projection pins the curve (a class's counts clipped at 0 or at the
+total, e.g. an AUC at 1), its derivative passes no noise and the delta method
+through it would say 0. The projection is non-expansive, so the SE of the
+unprojected statistic bounds the spread from above; a quarter of it is the
+floor. Chosen on breast_cancer (57 clients) and a 20K-example logistic task,
+DistDP ε = 1 and LDP ε = 5, 60 seeds each: coverage of 95 % intervals 0.95-0.98
+for AP with it, 0.85-0.88 without (and SE 0 in 2 runs).
+"""
+
+
+def _delta_se(
+    tree: HierarchicalHistogram,
+    counts: BoundaryCounts,
+    grad_n: NDArray[np.float64],
+    grad_p: NDArray[np.float64],
+) -> float:
+    """SE of a statistic of the projected bins with these gradients, floored by PINNED_FLOOR."""
+    through = _variances(tree, _through_projection(counts, 1, grad_p), 1)
+    through += _variances(tree, _through_projection(counts, 0, grad_n), 0)
+    plain = _variances(tree, grad_p, 1) + _variances(tree, grad_n, 0)
+    se = max(np.sqrt(max(through, 0.0)), PINNED_FLOOR * np.sqrt(max(plain, 0.0)))
+    return float(min(se, MAX_SE))
 
 
 def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     """Standard error of :func:`dense_roc_auc` from the privacy noise (delta method).
 
-    AUC = Σ_i p_i (N_{<i} + n_i/2) / (P N) over the bins of the level. Its
-    gradient with respect to the bin counts of each class, expanded to leaves,
-    is one linear query per class whose exact variance on the consistent tree
-    is :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.leaf_query_variance`.
-    The second-order (noise × noise) term Σ_{i>j} e⁺_i e⁻_j / (PN), whose
-    variance is about B² σ⁺² σ⁻² / 2 / (PN)² with σ² the variance of one bin,
-    is added: it is what remains when the curve is degenerate (AUC near 1),
-    so the standard error is positive whenever there is noise. 0 without noise.
+    AUC = Σ_i p_i (N_{<i} + n_i/2) / (P N) over the projected bins of the
+    level. Its gradient with respect to the bin counts of each class, carried
+    back through the monotone projection (:func:`_through_projection`) and
+    expanded to leaves, is one linear query per class whose exact variance on
+    the consistent tree is
+    :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.leaf_query_variance`.
+    Floored at :data:`PINNED_FLOOR` times the SE without the projection, so it
+    is positive whenever there is noise; 0 without noise; capped at :data:`MAX_SE`.
     """
     if not tree.guarantee.is_private:
         return 0.0
@@ -306,10 +359,7 @@ def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     grad_p = (np.cumsum(n) - 0.5 * n) / (big_p * big_n) - auc / big_p
     above_p = big_p - np.cumsum(p)  # positives in higher bins
     grad_n = (above_p + 0.5 * p) / (big_p * big_n) - auc / big_n
-    var_p, bin_p = _variances(tree, grad_p, 1, with_bin=True)
-    var_n, bin_n = _variances(tree, grad_n, 0, with_bin=True)
-    var = var_p + var_n + p.size**2 * bin_p * bin_n / 2 / (big_p * big_n) ** 2
-    return float(min(np.sqrt(max(var, 0.0)), MAX_SE))
+    return _delta_se(tree, counts, grad_n, grad_p)
 
 
 def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
@@ -335,11 +385,7 @@ def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     ap = float(np.sum(p * prec) / big_p)
     grad_p = (prec + np.cumsum(p * f_i / d2) - ap) / big_p
     grad_n = -np.cumsum(p * a_i / d2) / big_p
-    var = (
-        _variances(tree, grad_p, 1, with_bin=False)[0]
-        + _variances(tree, grad_n, 0, with_bin=False)[0]
-    )
-    return float(min(np.sqrt(max(var, 0.0)), MAX_SE))
+    return _delta_se(tree, counts, grad_n, grad_p)
 
 
 def delong_auc_se(counts: BoundaryCounts) -> float:
