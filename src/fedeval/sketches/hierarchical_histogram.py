@@ -427,8 +427,16 @@ class HierarchicalHistogram:
         return self._query_variance(self._consistent_node_weights(w_leaves), c)
 
     def _query_variance(self, node_w: list[NDArray[np.float64]], c: int) -> NDArray[np.float64]:
-        """Var = Σ_nodes weight² · variance (independent node noise)."""
+        """Var = Σ_nodes weight² · variance (independent node noise).
+
+        einsum rather than ``@``: these are thin matrix-vector products, and a
+        multithreaded BLAS on a busy machine took 17 ms for one of 65,536 nodes
+        (25 µs single-threaded; einsum 32 µs), measured in issue 13.
+        """
         return np.asarray(
-            sum((w**2) @ v[c] for w, v in zip(node_w, self.node_variance, strict=True)),
+            sum(
+                np.einsum("mj,j->m", w**2, v[c])
+                for w, v in zip(node_w, self.node_variance, strict=True)
+            ),
             dtype=np.float64,
         )
