@@ -127,6 +127,9 @@ def test_overrides_are_used(generated: tuple[np.ndarray, np.ndarray]) -> None:
         "n_buckets": 7,
         "n_quantiles": 33,
         "interpolation": "linear",
+        # B and Q are options of the equi-depth AUC and the quantile curves.
+        "auc_buckets": "equi-depth",
+        "curve": "quantile",
     }
     ev = fe.evaluate(fed, fe.LocalDP(epsilon=5.0), pr_strategy="combine", rng=0, **kw)
     assert ev.parameters["planned"] == {"height": False, "n_buckets": False, "n_quantiles": False}
@@ -136,13 +139,13 @@ def test_overrides_are_used(generated: tuple[np.ndarray, np.ndarray]) -> None:
     # The estimators use the requested B, Q and interpolation: recomputing
     # them from the released tree with those values gives the same numbers,
     # and other values give different ones.
-    assert ev.roc_auc == fe.metrics.roc_auc_score(ev.tree, n_buckets=7)
-    assert ev.roc_auc != fe.metrics.roc_auc_score(ev.tree, n_buckets=50)
+    assert ev.roc_auc == fe.metrics.roc_auc_score(ev.tree, n_buckets=7, strategy="equi-depth")
+    assert ev.roc_auc != fe.metrics.roc_auc_score(ev.tree, n_buckets=50, strategy="equi-depth")
     fpr, tpr, thr = ev.roc_curve()
-    ref = fe.metrics.roc_curve(ev.tree, n_quantiles=33, interpolation="linear")
+    ref = fe.metrics.roc_curve(ev.tree, method="quantile", n_quantiles=33, interpolation="linear")
     for a, b in zip((fpr, tpr, thr), ref, strict=True):
         np.testing.assert_array_equal(a, b)
-    other = fe.metrics.roc_curve(ev.tree, n_quantiles=64, interpolation="pchip")
+    other = fe.metrics.roc_curve(ev.tree, method="quantile", n_quantiles=64, interpolation="pchip")
     assert len(other[0]) != len(fpr) or not np.array_equal(other[1], tpr)
     # Same release, other PR strategy: identical leaves, different curve.
     sep = fe.evaluate(fed, fe.LocalDP(epsilon=5.0), pr_strategy="separate", rng=0, **kw)

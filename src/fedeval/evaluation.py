@@ -30,13 +30,22 @@ from fedeval.aggregation import Path, release
 from fedeval.data import Federation
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
+from fedeval.metrics.dense import (
+    BoundaryCounts,
+    auc_bucketization_bound,
+    boundary_counts,
+    delong_auc_se,
+    dense_ap_se,
+    dense_auc_se,
+    pointwise_band,
+)
 from fedeval.metrics.precision_recall import (
     PRStrategy,
     average_precision_score,
     precision_recall_curve,
 )
 from fedeval.metrics.quantile_ecdf import Interpolation
-from fedeval.metrics.roc import roc_curve
+from fedeval.metrics.roc import CurveMethod, roc_curve
 from fedeval.planning import Plan, plan, public_example_count
 from fedeval.postprocess.bootstrap import bootstrap_values
 from fedeval.privacy.guarantee import Guarantee
@@ -134,42 +143,103 @@ class Evaluation:
     @cached_property
     def defined(self) -> bool:
         """Whether both classes have released counts above zero (else the curves are NaN)."""
+        if self._method == "dense":
+            return self.counts.defined
         return _defined(self.tree)
 
     # ---------------------------------------------------------- the metrics
+    @property
+    def _method(self) -> str:
+        return str(self.parameters.get("curve", "quantile"))
+
+    @cached_property
+    def counts(self) -> BoundaryCounts:
+        """Monotone per-class counts at every boundary of the dense curves' level."""
+        return boundary_counts(self.tree, self.parameters.get("level"))
+
     def _auc_of(self, tree: HierarchicalHistogram) -> float:
-        if not _defined(tree):
+        # The dense AUC is NaN by itself when a class total is not positive.
+        if self.parameters["auc_buckets"] != "dense" and not _defined(tree):
             return math.nan
         return roc_auc_score(
-            tree, n_buckets=self.parameters["n_buckets"], strategy=self.parameters["auc_buckets"]
+            tree,
+            n_buckets=self.parameters["n_buckets"],
+            strategy=self.parameters["auc_buckets"],
+            level=self.counts.level,
         )
 
     def _curve_options(self) -> dict[str, Any]:
         return {
+            "method": self._method,
+            "level": self.counts.level,
             "n_quantiles": self.parameters["n_quantiles"],
             "interpolation": self.parameters["interpolation"],
         }
 
     def _ap_of(self, tree: HierarchicalHistogram) -> float:
-        if not _defined(tree):
+        if self._method != "dense" and not _defined(tree):
             return math.nan
         return average_precision_score(
             tree, strategy=self.parameters["pr_strategy"], **self._curve_options()
         )
 
+    @property
+    def _closed_form(self) -> bool:
+        return self.parameters.get("standard_errors", "delta") == "delta"
+
     @cached_property
     def roc_auc(self) -> float:
-        """ROC AUC by the H_B estimator (Cormode–Markov eq. 5); see :func:`fedeval.metrics.roc_auc_score`."""
+        """ROC AUC; by default the trapezoid area of :meth:`roc_curve` (H_B over every bin of
+        the curves' level, Cormode–Markov eq. 5), see :func:`fedeval.metrics.roc_auc_score`."""
         return self._auc_of(self.tree)
 
     @cached_property
     def roc_auc_se(self) -> float:
-        """Standard error of :attr:`roc_auc` from the privacy noise (parametric bootstrap).
+        """Standard error of :attr:`roc_auc` from the privacy noise.
 
-        0 under secure aggregation, where the only error is bucketization
-        (bounded by 1/(2B), and O(1/B²) for well-behaved scores).
+        Delta method on the exact node variances (:func:`fedeval.metrics.dense.dense_auc_se`)
+        for the dense AUC, or the parametric bootstrap (``standard_errors="bootstrap"``, and
+        for the equi-depth/uniform bucket AUCs). 0 under secure aggregation, where the only
+        error is bucketization (:attr:`roc_auc_bucketization_bound`); never 0 under DP.
+        The sampling uncertainty of the population AUC is :attr:`roc_auc_sampling_se`.
         """
+        if self._closed_form and self.parameters["auc_buckets"] == "dense":
+            return dense_auc_se(self.tree, self.counts)
         return self._se(self._auc_of)
+
+    @cached_property
+    def roc_auc_sampling_se(self) -> float:
+        """Sampling standard error of the population AUC (DeLong, from the released bins).
+
+        Separate from the privacy noise (:attr:`roc_auc_se`): this is how far the
+        AUC of these examples may be from the AUC of the population they were
+        drawn from. :meth:`uncertainty` says which dominates.
+        """
+        return delong_auc_se(self.counts)
+
+    @cached_property
+    def roc_auc_bucketization_bound(self) -> float:
+        """½ Σ p_i n_i / (PN): the AUC of the examples lies within this of the dense AUC's
+        bin counts (Cormode–Markov Lemma 3). A bound, not a standard error."""
+        return auc_bucketization_bound(self.counts)
+
+    def uncertainty(self) -> dict[str, Any]:
+        """Privacy-noise and sampling standard errors of the AUC side by side, and which dominates."""
+        noise, sampling = self.roc_auc_se, self.roc_auc_sampling_se
+        dominant = (
+            "undefined"
+            if not (math.isfinite(noise) and math.isfinite(sampling))
+            else ("privacy noise" if noise > sampling else "sampling")
+        )
+        return {
+            "roc_auc_privacy_se": noise,
+            "roc_auc_sampling_se": sampling,
+            "roc_auc_total_se": math.hypot(noise, sampling)
+            if math.isfinite(noise) and math.isfinite(sampling)
+            else math.nan,
+            "dominant": dominant,
+            "roc_auc_bucketization_bound": self.roc_auc_bucketization_bound,
+        }
 
     def roc_curve(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """(fpr, tpr, thresholds) as ``sklearn.metrics.roc_curve`` lays them out.
@@ -200,13 +270,23 @@ class Evaluation:
 
     @cached_property
     def average_precision_se(self) -> float:
-        """Standard error of :attr:`average_precision` (parametric bootstrap)."""
+        """Standard error of :attr:`average_precision` from the privacy noise.
+
+        Delta method (:func:`fedeval.metrics.dense.dense_ap_se`) for the dense curve, the
+        parametric bootstrap otherwise (or with ``standard_errors="bootstrap"``).
+        """
+        if self._closed_form and self._method == "dense":
+            return dense_ap_se(self.tree, self.counts)
         return self._se(self._ap_of)
 
     def roc_band(
         self, fpr_grid: Any = None, *, level: float = 0.9
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        """Pointwise uncertainty band of TPR over a grid of FPR (parametric bootstrap).
+        """Pointwise uncertainty band of TPR over a grid of FPR.
+
+        Delta method (:func:`fedeval.metrics.dense.pointwise_band`) on the dense
+        curve's threshold standard errors; the parametric bootstrap with
+        ``standard_errors="bootstrap"`` or the quantile curve.
 
         Returns
         -------
@@ -220,6 +300,19 @@ class Evaluation:
         nan = np.full(grid.shape, np.nan)
         if not self.defined:
             return grid, nan, nan.copy()
+        if self._closed_form and self._method == "dense":
+            fpr, tpr, _ = self.roc_curve()
+            pts = self._point_se
+            lo, hi = pointwise_band(
+                fpr,
+                tpr,
+                pts.fpr_se[::-1],
+                pts.recall_se[::-1],
+                grid,
+                _z(level),
+                se_at=pts.fpr[::-1],
+            )
+            return grid, lo, hi
 
         def tpr_on_grid(tree: HierarchicalHistogram) -> NDArray[np.float64]:
             if not _defined(tree):
@@ -244,6 +337,50 @@ class Evaluation:
         a = (1 - level) / 2
         return grid, np.quantile(rows, a, axis=0), np.quantile(rows, 1 - a, axis=0)
 
+    def pr_band(
+        self, recall_grid: Any = None, *, level: float = 0.9
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """Pointwise uncertainty band of precision over a grid of recall (delta method).
+
+        From the dense curve's threshold standard errors
+        (:func:`fedeval.metrics.dense.pointwise_band`); NaN when the release is
+        not :attr:`defined` or the curve is not the dense one. Zero width without noise.
+        """
+        grid = (
+            np.linspace(0, 1, 101)
+            if recall_grid is None
+            else np.asarray(recall_grid, dtype=np.float64)
+        )
+        nan = np.full(grid.shape, np.nan)
+        if not self.defined or self._method != "dense":
+            return grid, nan, nan.copy()
+        precision, recall, _ = self.precision_recall_curve()
+        order = np.argsort(recall, kind="stable")
+        pts = self._point_se
+        ok = np.isfinite(pts.precision_se) & np.isfinite(pts.precision)
+        se_order = np.argsort(pts.recall[ok], kind="stable")
+        lo, hi = pointwise_band(
+            recall[order],
+            precision[order],
+            pts.recall_se[ok][se_order],
+            pts.precision_se[ok][se_order],
+            grid,
+            _z(level),
+            se_at=pts.recall[ok][se_order],
+        )
+        return grid, lo, hi
+
+    @cached_property
+    def _point_se(self) -> ThresholdMetrics:
+        """Threshold metrics (with SEs) at up to 1,024 boundaries of the dense curves' level.
+
+        Standard errors vary smoothly along the curve, so the bands interpolate
+        them between these points (the bands' centre is the full curve).
+        """
+        edges = self.counts.edges[:-1]
+        step = max(1, -(-edges.size // 1024))
+        return threshold_metrics(self.tree, edges[::step])
+
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
         """Precision, recall, FPR and accuracy of ``score >= threshold``, with standard errors."""
@@ -258,6 +395,7 @@ class Evaluation:
             "roc_auc_se": self.roc_auc_se,
             "average_precision": self.average_precision,
             "average_precision_se": self.average_precision_se,
+            "uncertainty": self.uncertainty(),
             "at_threshold": fixed.as_dict(),
             "n_positives": self.n_positives,
             "n_negatives": self.n_negatives,
@@ -289,32 +427,61 @@ class Evaluation:
         return float(np.std(values, ddof=1)) if values.size >= 2 else math.nan
 
 
+def _z(level: float) -> float:
+    """Two-sided normal quantile of a confidence level in (0, 1)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2))
+
+
 def _undefined_curve() -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     nan = np.full(1, np.nan)
     return nan, nan.copy(), nan.copy()
 
 
-def _warn_if_degenerate(tree: HierarchicalHistogram, *, stacklevel: int) -> None:
-    """Warn when a class's released count is not clearly above its noise (a function of the release)."""
+AUC_ERROR_TOLERANCE = 0.05
+"""Predicted AUC error (from :func:`fedeval.plan`) above which :func:`evaluate` warns."""
+
+
+def _warn_if_unreliable(tree: HierarchicalHistogram, chosen: Plan, *, stacklevel: int) -> None:
+    """Warn when the plan predicts a large AUC error or a class's released count is weak.
+
+    The message holds released and public values only: the planner's predicted
+    error (from public inputs) and the noisy class totals with their standard
+    errors. Never an exact count.
+    """
     totals = tree.totals()
+    reasons = []
+    predicted = float(chosen.predicted_error.get("auc", 0.0))
+    if predicted > AUC_ERROR_TOLERANCE:
+        reasons.append(
+            f"the planner predicts an AUC error of {predicted:.3g} "
+            f"(tolerance {AUC_ERROR_TOLERANCE:g}) for {chosen.n_clients} clients at this ε"
+        )
     # The raw level-1 variance bounds the consistent one (consistency never
     # increases a range query's variance): the exact one is computed only when needed.
     raw_se = np.sqrt(np.maximum(np.asarray(tree.node_variance[0]).sum(axis=-1), 0.0))
-    if np.all(totals > 3.0 * raw_se) and _defined(tree):
-        return
-    se = np.sqrt(np.maximum(tree.total_variance(), 0.0))
-    weak = [
-        f"{_CLASS_NAMES[c]} ≈ {totals[c]:.3g} ± {se[c]:.2g}"
-        for c in (0, 1)
-        if not totals[c] > 3.0 * se[c]
-    ]
-    if not weak and _defined(tree):
+    if not (np.all(totals > 3.0 * raw_se) and _defined(tree)):
+        se = np.sqrt(np.maximum(tree.total_variance(), 0.0))
+        weak = [c for c in (0, 1) if not totals[c] > 3.0 * se[c]]
+        if weak or not _defined(tree):
+            reasons.append(
+                "released class count not clearly above the privacy noise (3 standard errors): "
+                + "; ".join(
+                    f"{_CLASS_NAMES[c]} ≈ {totals[c]:.1f} ± {se[c]:.2g}" for c in (weak or (0, 1))
+                )
+            )
+    if not reasons:
         return
     warnings.warn(
-        "released class count not clearly above the privacy noise (3 standard errors): "
-        + "; ".join(weak or ["a class has no released examples"])
-        + ". The class is empty or small against the noise; the AUC, average precision and "
-        "curves are NaN where the released counts leave them undefined, unreliable otherwise",
+        "; ".join(reasons)
+        # One decimal: a noisy total is not an integer, and is never printed as one.
+        + f" (released class totals: negatives ≈ {totals[0]:.1f}, positives ≈ {totals[1]:.1f})."
+        " Estimates are clipped to their valid range and carry their standard errors"
+        " (capped at 0.5); the AUC, average precision and curves are NaN where a released"
+        " class total is not positive",
         UserWarning,
         stacklevel=stacklevel,
     )
@@ -332,9 +499,12 @@ def resolve_parameters(
     n_quantiles: int | None = None,
     interpolation: str = "pchip",
     pr_strategy: str = "separate",
-    auc_buckets: str = "equi-depth",
+    auc_buckets: str = "dense",
     level_budget: str = "split",
     path: str = "fast",
+    curve: str = "dense",
+    level: int | None = None,
+    standard_errors: str = "delta",
 ) -> tuple[Plan, dict[str, Any]]:
     """The planner's choices, overridden where the caller gave a value, validated.
 
@@ -352,7 +522,7 @@ def resolve_parameters(
         published in the parameters, so never pass an exact private count.
     n_examples_source : str, optional
         Where ``n_examples`` came from, in words, for ``parameters["public_inputs"]``.
-    height, branching, n_buckets, n_quantiles, interpolation, pr_strategy, auc_buckets, level_budget, path
+    height, branching, n_buckets, n_quantiles, interpolation, pr_strategy, auc_buckets, level_budget, path, curve, level, standard_errors
         As in :func:`evaluate`.
 
     Returns
@@ -389,8 +559,16 @@ def resolve_parameters(
         raise ValueError(f"interpolation must be 'pchip' or 'linear', got {interpolation!r}")
     if pr_strategy not in ("separate", "combine"):
         raise ValueError(f"pr_strategy must be 'separate' or 'combine', got {pr_strategy!r}")
-    if auc_buckets not in ("equi-depth", "uniform"):
-        raise ValueError(f"auc_buckets must be 'equi-depth' or 'uniform', got {auc_buckets!r}")
+    if auc_buckets not in ("dense", "equi-depth", "uniform"):
+        raise ValueError(
+            f"auc_buckets must be 'dense', 'equi-depth' or 'uniform', got {auc_buckets!r}"
+        )
+    if curve not in ("dense", "quantile"):
+        raise ValueError(f"curve must be 'dense' or 'quantile', got {curve!r}")
+    if standard_errors not in ("delta", "bootstrap"):
+        raise ValueError(f"standard_errors must be 'delta' or 'bootstrap', got {standard_errors!r}")
+    if level is not None and not 1 <= check_int_at_least(level, 1, name="level") <= h:
+        raise ValueError(f"level must lie in 1..{h} (the height), got {level}")
     params: dict[str, Any] = {
         "height": h,
         "branching": branching,
@@ -399,6 +577,9 @@ def resolve_parameters(
         "interpolation": interpolation,
         "pr_strategy": pr_strategy,
         "auc_buckets": auc_buckets,
+        "curve": curve,
+        "level": level,
+        "standard_errors": standard_errors,
         "level_budget": level_budget,
         "path": path,
         "planned": {
@@ -427,9 +608,12 @@ def evaluate(
     n_quantiles: int | None = None,
     interpolation: Interpolation = "pchip",
     pr_strategy: PRStrategy = "separate",
-    auc_buckets: BucketStrategy = "equi-depth",
+    auc_buckets: BucketStrategy = "dense",
     level_budget: LevelBudget = "split",
     path: Path = "fast",
+    curve: CurveMethod = "dense",
+    level: int | None = None,
+    standard_errors: str = "delta",
     bootstrap_replicates: int = 200,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
@@ -451,12 +635,26 @@ def evaluate(
         Chosen by :func:`fedeval.plan` unless given.
     branching : int
     interpolation : {"pchip", "linear"}
-        ECDF reconstruction from quantiles (Xu–Cormode §3.1).
+        ECDF reconstruction from quantiles (Xu–Cormode §3.1), for ``curve="quantile"``.
     pr_strategy : {"separate", "combine"}
-    auc_buckets : {"equi-depth", "uniform"}
+        For ``curve="quantile"``.
+    auc_buckets : {"dense", "equi-depth", "uniform"}
+        "dense" (default): the AUC is the trapezoid area of the dense ROC curve
+        (H_B over every bin of its level); the others are H_B over ``n_buckets``
+        buckets (Cormode–Markov §5).
     level_budget : {"split", "assign"}
         Distributed DP budget over levels (see :func:`fedeval.sketches.hierarchy.layout_of`).
     path : {"fast", "faithful"}
+    curve : {"dense", "quantile"}
+        "dense" (default): ROC/PR curves and AP from consistent, monotone prefix
+        counts at every boundary of one level (:mod:`fedeval.metrics.dense`).
+        "quantile": Xu–Cormode's construction from Q quantiles per class.
+    level : int, optional
+        Level of the dense curves; default chosen from the release
+        (:func:`fedeval.metrics.dense.choose_level`).
+    standard_errors : {"delta", "bootstrap"}
+        Closed-form delta-method standard errors on the exact node variances
+        (default), or the parametric bootstrap.
     bootstrap_replicates : int
         Replicates for bootstrap standard errors (post-processing, no privacy cost).
     rng : int, Generator or None
@@ -543,6 +741,9 @@ def evaluate(
         auc_buckets=auc_buckets,
         level_budget=level_budget,
         path=path,
+        curve=curve,
+        level=level,
+        standard_errors=standard_errors,
     )
     gen = as_generator(rng)
     sketch = HierarchySketch(HierarchySpec(params["height"], branching, fed.score_range, 2))
@@ -561,5 +762,5 @@ def evaluate(
     )
     seed = uniform_seed(gen)
     if private:
-        _warn_if_degenerate(tree, stacklevel=3)
+        _warn_if_unreliable(tree, chosen, stacklevel=3)
     return Evaluation(tree, params, chosen, bootstrap_replicates, seed)

@@ -163,7 +163,7 @@ def build_evaluation(
     n_quantiles: int | None = None,
     interpolation: str = "pchip",
     pr_strategy: str = "separate",
-    auc_buckets: str = "equi-depth",
+    auc_buckets: str = "dense",
     height_planned: bool = False,
     bootstrap_replicates: int = 200,
     seed: int = 0,

@@ -3,11 +3,16 @@
 From a release of the per-class score hierarchy (or its decoded histogram, or
 an :class:`~fedeval.evaluation.Evaluation`):
 
-* :func:`roc_curve`, :func:`precision_recall_curve` — curves in scikit-learn's layout;
-* :func:`roc_auc_score` — H_B over equi-depth buckets (Cormode–Markov eq. 5);
+* :func:`roc_curve`, :func:`precision_recall_curve` — curves in scikit-learn's layout,
+  by default dense (a point at every leaf boundary, :mod:`fedeval.metrics.dense`),
+  or Xu–Cormode's quantile construction (``method="quantile"``);
+* :func:`roc_auc_score` — by default the trapezoid area of the dense ROC curve (H_B
+  over every leaf, Cormode–Markov eq. 5), or H_B over equi-depth/uniform buckets;
 * :func:`average_precision_score` — the step sum of the PR curve;
 * :func:`threshold_metrics` — precision, recall, FPR, accuracy at any threshold,
-  with delta-method standard errors.
+  with delta-method standard errors (O(b·h) per threshold);
+* :mod:`fedeval.metrics.dense` — the dense counts, their delta-method standard
+  errors, DeLong's sampling standard error and pointwise bands.
 
 Exact metrics on arrays (references, and the quality of calibrators):
 :func:`roc_area_error`, :func:`pr_area_error`, the calibration errors, and the

@@ -15,18 +15,46 @@ from numpy.typing import NDArray
 __all__ = ["pr_area_error", "roc_area_error"]
 
 
-def _one_sided(
-    x: NDArray[np.float64], y: NDArray[np.float64], side: str
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Collapse repeated x (vertical segments) to one value: the lowest y
-    ("left" limit) or the highest ("right" limit) of a monotone curve."""
+def _limits(
+    x: NDArray[np.float64], y: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Distinct x of a monotone curve with the lowest and highest y at each.
+
+    A repeated x is a vertical segment: the curve arrives at its lowest y (the
+    left limit) and leaves from its highest (the right limit).
+    """
     order = np.lexsort((y, x))
     xs, ys = x[order], y[order]
-    if side == "left":
-        keep = np.concatenate(([True], xs[1:] != xs[:-1]))
-    else:
-        keep = np.concatenate((xs[1:] != xs[:-1], [True]))
-    return xs[keep], ys[keep]
+    first = np.concatenate(([True], xs[1:] != xs[:-1]))
+    last = np.concatenate((xs[1:] != xs[:-1], [True]))
+    return xs[first], ys[first], ys[last]
+
+
+def _limit_at(
+    curve: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
+    t: NDArray[np.float64],
+    side: str,
+) -> NDArray[np.float64]:
+    """Left (side="left") or right limit of the polyline at points t.
+
+    Between two knots the curve is the segment from the right limit at the
+    lower knot to the left limit at the upper one; beyond the ends it is flat.
+    """
+    xs, low, high = curve
+    if xs.size == 1:
+        return np.full(t.shape, low[0] if side == "left" else high[0])
+    k = np.clip(np.searchsorted(xs, t, side="right") - 1, 0, xs.size - 2)
+    x0, x1 = xs[k], xs[k + 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.clip((t - x0) / (x1 - x0), 0.0, 1.0)
+    inner = high[k] + u * (low[k + 1] - high[k])
+    on_knot = np.searchsorted(xs, t, side="left")
+    on_knot_c = np.minimum(on_knot, xs.size - 1)
+    hit = xs[on_knot_c] == t
+    at_knot = low[on_knot_c] if side == "left" else high[on_knot_c]
+    out = np.where(hit, at_knot, inner)
+    out = np.where(t < xs[0], low[0], out)
+    return np.asarray(np.where(t > xs[-1], high[-1], out), dtype=np.float64)
 
 
 def _abs_integral_linear(
@@ -45,25 +73,25 @@ def roc_area_error(fpr_hat: Any, tpr_hat: Any, fpr: Any, tpr: Any) -> float:
     """AE_ROC = ∫_0^1 |T(f) − T̂(f)| df for piecewise-linear ROC curves.
 
     Both curves are the linear interpolation of their points (as
-    ``sklearn.metrics.auc`` integrates them); vertical segments have measure
-    zero. The integral is exact: between consecutive breakpoints of either
-    curve the difference is linear.
+    ``sklearn.metrics.auc`` integrates them); vertical segments (repeated FPR)
+    have measure zero, and the curve leaves a vertical segment from its top.
+    The integral is exact: between consecutive breakpoints of either curve the
+    difference is linear. Tested against an independent dense-grid integral on
+    random step curves (``tests/metrics/test_area_error.py``).
     """
     curves = []
     for x, y in ((fpr_hat, tpr_hat), (fpr, tpr)):
         xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
         if xa.shape != ya.shape or xa.ndim != 1 or xa.size < 2:
             raise ValueError("each curve needs matching 1-D x and y arrays with >= 2 points")
-        curves.append((_one_sided(xa, ya, "left"), _one_sided(xa, ya, "right")))
-    grid = np.unique(np.clip(np.concatenate([fpr_hat, fpr, [0.0, 1.0]]), 0.0, 1.0))
+        curves.append(_limits(xa, ya))
+    grid = np.unique(np.clip(np.concatenate([curves[0][0], curves[1][0], [0.0, 1.0]]), 0.0, 1.0))
     lo_x, hi_x = grid[:-1], grid[1:]
-
-    def diff_at(points: NDArray[np.float64], side: int) -> NDArray[np.float64]:
-        (lx, ly), (rx, ry) = curves[0][side], curves[1][side]
-        return np.interp(points, lx, ly) - np.interp(points, rx, ry)
-
-    a = diff_at(lo_x, 1)  # right limits at the left end of each interval
-    b = diff_at(hi_x, 0)  # left limits at the right end
+    # Between consecutive breakpoints of either curve both are linear: the
+    # difference runs from its right limit at the lower end to its left limit
+    # at the upper end.
+    a = _limit_at(curves[0], lo_x, "right") - _limit_at(curves[1], lo_x, "right")
+    b = _limit_at(curves[0], hi_x, "left") - _limit_at(curves[1], hi_x, "left")
     return _abs_integral_linear(a, b, hi_x - lo_x)
 
 

@@ -13,13 +13,14 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.metrics.dense import boundary_counts, dense_roc_auc
 from fedeval.metrics.inputs import default_buckets, hierarchy_of
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.validation import check_int_at_least
 
 __all__ = ["BucketStrategy", "bucket_counts", "hb_estimate", "roc_auc_score"]
 
-BucketStrategy = Literal["equi-depth", "uniform"]
+BucketStrategy = Literal["dense", "equi-depth", "uniform"]
 
 
 def hb_estimate(p: Any, n: Any) -> float:
@@ -90,20 +91,27 @@ def roc_auc_score(
     release: Any,
     *,
     n_buckets: int | None = None,
-    strategy: BucketStrategy = "equi-depth",
+    strategy: BucketStrategy = "dense",
+    level: int | None = None,
 ) -> float:
-    """ROC AUC by H_B over B buckets of a released per-class hierarchy (eq. 5).
+    """ROC AUC by H_B over buckets of a released per-class hierarchy (eq. 5).
 
     Parameters
     ----------
     release : Release, HierarchicalHistogram or Evaluation
         Classes 0 (negative) and 1 (positive); made consistent here.
     n_buckets : int, optional
-        B; default :func:`~fedeval.metrics.inputs.default_buckets`. With
-        "equi-depth" the boundaries are private quantiles of all scores
-        (post-processing of the same release, no extra privacy cost).
-    strategy : {"equi-depth", "uniform"}
+        B for "equi-depth" and "uniform"; default
+        :func:`~fedeval.metrics.inputs.default_buckets`. With "equi-depth" the
+        boundaries are private quantiles of all scores (post-processing of the
+        same release, no extra privacy cost).
+    strategy : {"dense", "equi-depth", "uniform"}
+        "dense" (default): H_B over every bin of one level on monotone-projected
+        counts, which is the trapezoid area of the dense ROC curve
+        (:mod:`fedeval.metrics.dense`), so the AUC and the curve agree.
         Uniform boundaries are the baseline of the paper's Figure 4.
+    level : int, optional
+        For "dense"; default :func:`~fedeval.metrics.dense.choose_level`.
 
     Returns
     -------
@@ -116,6 +124,8 @@ def roc_auc_score(
     cormode-markov-2023-federated-calibration-evaluation §5, eq. (5), Theorems 4–6.
     """
     tree = hierarchy_of(release)
+    if strategy == "dense":
+        return dense_roc_auc(boundary_counts(tree, level))
     b = default_buckets(tree) if n_buckets is None else n_buckets
     _, p, n = bucket_counts(tree, b, strategy=strategy)
     return float(np.clip(hb_estimate(p, n), 0.0, 1.0))

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.metrics.dense import MAX_SE
 from fedeval.metrics.inputs import hierarchy_of
 
 __all__ = ["ThresholdMetrics", "threshold_metrics"]
@@ -35,7 +36,10 @@ class ThresholdMetrics:
     threshold, precision, recall, fpr, accuracy : ndarray
     precision_se, recall_se, fpr_se, accuracy_se : ndarray
         Standard errors from the privacy noise (delta method on the exact
-        noise covariance of the released tree). 0 under secure aggregation.
+        variances of the prefix count, the class total and their covariance,
+        O(b·h) per threshold), capped at 0.5 (the largest spread of a value in
+        [0, 1]). 0 under secure aggregation, and at the domain's low end where
+        recall and FPR are 1 by construction.
     bucketization_bound : ndarray
         Largest possible change of recall/FPR from the unknown position of
         examples inside the leaf holding the threshold (the leaf's share of its
@@ -83,6 +87,11 @@ class ThresholdMetrics:
         return out
 
 
+def _se(var: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Standard error from a delta-method variance, capped at :data:`~fedeval.metrics.dense.MAX_SE`."""
+    return np.asarray(np.minimum(np.sqrt(np.maximum(var, 0.0)), MAX_SE), dtype=np.float64)
+
+
 def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
     """Precision, recall, FPR and accuracy at query-time thresholds.
 
@@ -121,55 +130,45 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
     tn = n_neg - fp
     m = n_pos + n_neg
 
-    # Linear leaf weights: "at or above t" (suffix) and "all".
-    n_leaves = tree.spec.n_leaves
-    r, frac = tree.spec.grid.locate(flat)
-    idx = np.arange(n_leaves)
-    suffix = (idx[None, :] >= r[:, None]).astype(np.float64)
-    inside = np.flatnonzero(r < n_leaves)
-    suffix[inside, r[inside]] = 1.0 - frac[inside]
-    # One covariance matrix per class over [suffix_1..suffix_m, all]: every
-    # delta-method variance below is a quadratic form in it.
-    queries = np.vstack([suffix, np.ones((1, n_leaves))])
-    cov_pos = tree.leaf_query_covariance(queries, 1)
-    cov_neg = tree.leaf_query_covariance(queries, 0)
+    # Each class enters through its prefix count X (below t) and its total T:
+    # Var, Cov(X, T) and Var(T) per threshold in O(b·h) (never a (k+1)² matrix).
+    vx_pos, cxt_pos, vt_pos = tree.prefix_moments(flat, 1)
+    vx_neg, cxt_neg, vt_neg = tree.prefix_moments(flat, 0)
 
-    def quad(cov: NDArray[np.float64], a: NDArray[np.float64], b: Any) -> NDArray[np.float64]:
-        """Var(a_i·S_i + b_i·T) for every threshold i."""
-        m_ = a.shape[0]
-        diag = np.diag(cov)[:m_]
-        return np.asarray(
-            a**2 * diag + 2 * a * b * cov[:m_, m_] + np.asarray(b) ** 2 * cov[m_, m_],
-            dtype=np.float64,
-        )
+    def var_pos(gx: Any, gt: Any) -> NDArray[np.float64]:
+        """Var(gx·X⁺ + gt·T⁺) for every threshold."""
+        return np.asarray(gx**2 * vx_pos + gt**2 * vt_pos + 2 * gx * gt * cxt_pos)
+
+    def var_neg(gx: Any, gt: Any) -> NDArray[np.float64]:
+        return np.asarray(gx**2 * vx_neg + gt**2 * vt_neg + 2 * gx * gt * cxt_neg)
 
     k = flat.shape[0]
-    zero = np.zeros(k)
+    r, _ = tree.spec.grid.locate(flat)
+    n_leaves = tree.spec.n_leaves
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(n_pos > 0, tp / n_pos, np.nan)
         fpr = np.where(n_neg > 0, fp / n_neg, np.nan)
         pred_pos = tp + fp
         precision = np.where(pred_pos > 0, tp / pred_pos, np.nan)
         accuracy = np.where(m > 0, (tp + tn) / m, np.nan)
-        # recall = TP/P: gradient 1/P on the suffix, -TP/P² on all leaves (class 1).
+        # recall = (T − X)/T = 1 − X/T: gradient −1/T on X, X/T² on T (class 1).
         recall_var = (
-            quad(cov_pos, np.full(k, 1 / n_pos), -tp / n_pos**2)
+            var_pos(np.full(k, -1 / n_pos), below_pos / n_pos**2)
             if n_pos > 0
             else np.full(k, np.nan)
         )
         fpr_var = (
-            quad(cov_neg, np.full(k, 1 / n_neg), -fp / n_neg**2)
+            var_neg(np.full(k, -1 / n_neg), below_neg / n_neg**2)
             if n_neg > 0
             else np.full(k, np.nan)
         )
-        # precision = TP/(TP+FP): the two classes' noise is independent.
+        # precision = TP/(TP+FP), TP = T⁺ − X⁺, FP = T⁻ − X⁻: the classes' noise is independent.
         d2 = np.where(pred_pos > 0, pred_pos**2, np.nan)
-        precision_var = quad(cov_pos, fp / d2, zero) + quad(cov_neg, tp / d2, zero)
-        # accuracy = (TP + N - FP)/(P + N), P and N both noisy.
+        g_tp, g_fp = fp / d2, -tp / d2
+        precision_var = var_pos(-g_tp, g_tp) + var_neg(-g_fp, g_fp)
+        # accuracy = (T⁺ − X⁺ + X⁻)/(T⁺ + T⁻).
         acc = np.nan_to_num(accuracy)
-        acc_var = quad(cov_pos, np.full(k, 1 / m), -acc / m) + quad(
-            cov_neg, np.full(k, -1 / m), (1 - acc) / m
-        )
+        acc_var = var_pos(np.full(k, -1 / m), (1 - acc) / m) + var_neg(np.full(k, 1 / m), -acc / m)
         leaf_idx = np.minimum(r, n_leaves - 1)
         leaf_pos = np.maximum(tree.leaves[1, leaf_idx], 0.0) / max(n_pos, 1.0)
         leaf_neg = np.maximum(tree.leaves[0, leaf_idx], 0.0) / max(n_neg, 1.0)
@@ -184,10 +183,10 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
         recall=shaped(recall),
         fpr=shaped(fpr),
         accuracy=shaped(accuracy),
-        precision_se=shaped(np.sqrt(np.maximum(precision_var, 0.0))),
-        recall_se=shaped(np.sqrt(np.maximum(recall_var, 0.0))),
-        fpr_se=shaped(np.sqrt(np.maximum(fpr_var, 0.0))),
-        accuracy_se=shaped(np.sqrt(np.maximum(acc_var, 0.0))),
+        precision_se=shaped(_se(precision_var)),
+        recall_se=shaped(_se(recall_var)),
+        fpr_se=shaped(_se(fpr_var)),
+        accuracy_se=shaped(_se(acc_var)),
         bucketization_bound=shaped(bound),
         tp=shaped(tp),
         fp=shaped(fp),

@@ -12,9 +12,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.metrics.dense import boundary_counts, dense_precision_recall_curve
 from fedeval.metrics.inputs import default_quantiles, hierarchy_of
 from fedeval.metrics.quantile_ecdf import Interpolation, QuantileECDF, quantile_ecdf
-from fedeval.metrics.roc import curve_thresholds
+from fedeval.metrics.roc import CurveMethod, curve_thresholds
 
 __all__ = [
     "PRStrategy",
@@ -90,6 +91,8 @@ def average_precision_from_curve(
 def precision_recall_curve(
     release: Any,
     *,
+    method: CurveMethod = "dense",
+    level: int | None = None,
     n_quantiles: int | None = None,
     interpolation: Interpolation = "pchip",
     strategy: PRStrategy = "separate",
@@ -99,13 +102,28 @@ def precision_recall_curve(
     Parameters
     ----------
     release : Release, HierarchicalHistogram or Evaluation
+    method : {"dense", "quantile"}
+        "dense" (default): a point at every boundary of one level from
+        consistent, monotone prefix counts (:mod:`fedeval.metrics.dense`; no
+        point of precision 0 at recall 0 unless the counts are exact).
+        "quantile": Xu–Cormode's construction from Q quantiles per class.
+    level : int, optional
+        For "dense"; default :func:`~fedeval.metrics.dense.choose_level`.
     n_quantiles : int, optional
-        Q per class; default :func:`~fedeval.metrics.inputs.default_quantiles`.
+        For "quantile": Q per class; default :func:`~fedeval.metrics.inputs.default_quantiles`.
     interpolation : {"pchip", "linear"}
+        For "quantile".
     strategy : {"separate", "combine"}
-        See :func:`precision_recall_from_ecdfs` (Xu–Cormode §6).
+        For "quantile": see :func:`precision_recall_from_ecdfs` (Xu–Cormode §6).
+        The dense curve uses the two classes' counts ("separate").
     """
     tree = hierarchy_of(release)
+    if method == "dense":
+        return dense_precision_recall_curve(
+            boundary_counts(tree, level), exact=not tree.guarantee.is_private
+        )
+    if method != "quantile":
+        raise ValueError(f"method must be 'dense' or 'quantile', got {method!r}")
     q = default_quantiles(tree) if n_quantiles is None else n_quantiles
     neg = quantile_ecdf(tree, q, cls=0, interpolation=interpolation)
     pos = quantile_ecdf(tree, q, cls=1, interpolation=interpolation)
@@ -129,12 +147,24 @@ def precision_recall_curve(
 def average_precision_score(
     release: Any,
     *,
+    method: CurveMethod = "dense",
+    level: int | None = None,
     n_quantiles: int | None = None,
     interpolation: Interpolation = "pchip",
     strategy: PRStrategy = "separate",
 ) -> float:
-    """Step-sum average precision of :func:`precision_recall_curve` (scikit-learn's definition)."""
+    """Step-sum average precision of :func:`precision_recall_curve` (scikit-learn's definition).
+
+    NaN when a class's released total is not positive.
+    """
     p, r, _ = precision_recall_curve(
-        release, n_quantiles=n_quantiles, interpolation=interpolation, strategy=strategy
+        release,
+        method=method,
+        level=level,
+        n_quantiles=n_quantiles,
+        interpolation=interpolation,
+        strategy=strategy,
     )
+    if np.isnan(p).any():
+        return float("nan")
     return average_precision_from_curve(p, r)

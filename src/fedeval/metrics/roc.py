@@ -7,15 +7,18 @@ xu-cormode-2025-federated-roc-pr §3.1, eqs. (1)–(2), Algorithm 1.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.metrics.dense import boundary_counts, dense_roc_curve
 from fedeval.metrics.inputs import default_quantiles, hierarchy_of
 from fedeval.metrics.quantile_ecdf import Interpolation, QuantileECDF, quantile_ecdf
 
-__all__ = ["curve_thresholds", "roc_curve", "roc_curve_from_ecdfs"]
+__all__ = ["CurveMethod", "curve_thresholds", "roc_curve", "roc_curve_from_ecdfs"]
+
+CurveMethod = Literal["dense", "quantile"]
 
 
 def curve_thresholds(
@@ -52,22 +55,35 @@ def roc_curve_from_ecdfs(
 def roc_curve(
     release: Any,
     *,
+    method: CurveMethod = "dense",
+    level: int | None = None,
     n_quantiles: int | None = None,
     interpolation: Interpolation = "pchip",
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """(fpr, tpr, thresholds) of a released per-class hierarchy, as ``sklearn.metrics.roc_curve``.
 
-    The two class ECDFs are rebuilt from Q quantiles each (Xu–Cormode §3.1,
-    Algorithm 1) and the curve is evaluated at every knot of both.
-
     Parameters
     ----------
     release : Release, HierarchicalHistogram or Evaluation
+    method : {"dense", "quantile"}
+        "dense" (default): a point at every boundary of one level from
+        consistent, monotone prefix counts (:mod:`fedeval.metrics.dense`); its
+        trapezoid area is :func:`~fedeval.metrics.roc_auc_score` with
+        ``strategy="dense"``. "quantile": the two class ECDFs are rebuilt from
+        Q quantiles each (Xu–Cormode §3.1, Algorithm 1) and the curve is
+        evaluated at every knot of both (the reproductions' method).
+    level : int, optional
+        For "dense": the level (default :func:`~fedeval.metrics.dense.choose_level`).
     n_quantiles : int, optional
-        Q per class; default :func:`~fedeval.metrics.inputs.default_quantiles`.
+        For "quantile": Q per class; default :func:`~fedeval.metrics.inputs.default_quantiles`.
     interpolation : {"pchip", "linear"}
+        For "quantile".
     """
     tree = hierarchy_of(release)
+    if method == "dense":
+        return dense_roc_curve(boundary_counts(tree, level))
+    if method != "quantile":
+        raise ValueError(f"method must be 'dense' or 'quantile', got {method!r}")
     q = default_quantiles(tree) if n_quantiles is None else n_quantiles
     neg = quantile_ecdf(tree, q, cls=0, interpolation=interpolation)
     pos = quantile_ecdf(tree, q, cls=1, interpolation=interpolation)

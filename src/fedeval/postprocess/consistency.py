@@ -120,3 +120,97 @@ def consistent_node_weights(
             big_g = g_z[k] + (1.0 - a[k - 1]) * np.repeat(big_g, b, axis=1)
         out.append(a[k] * big_g if k < h - 1 else big_g)
     return out
+
+
+def consistent_prefix_moments(
+    leaf_edge: NDArray[np.int64],
+    frac: NDArray[np.float64],
+    node_variance: Sequence[NDArray[np.float64]],
+    weights: Sequence[float],
+    branching: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Var(prefix), Cov(prefix, total) and Var(total) on the consistent tree, O(b·h) per prefix.
+
+    The prefix is "leaves below ``leaf_edge`` plus ``frac`` of leaf ``leaf_edge``"
+    of one class. It is the closed form of
+    :func:`consistent_node_weights` for such queries: in the transposed
+    phase 2 a node's weight is its covered share u (1 inside the prefix, 0
+    outside, a fraction on the boundary path), and phase 2's transpose leaves
+    weight only on the children of boundary-path nodes (u minus the mean of the
+    siblings' u) and on level 1. The transposed phase 1 then carries a node's
+    weight G to its descendants scaled by Π(1 − a_k), and node k's raw noise
+    enters with weight a_k·G. So the contribution of a whole subtree hanging
+    off the boundary path is G² · S[node], where
+    S[k][node] = a_k² v_k[node] + (1 − a_k)² Σ_children S[k+1][child] is
+    precomputed once for all queries (O(nodes)); the same recursion with one
+    factor from the total's weights gives the covariance. Exact, equal to the
+    generic propagation (tested); memory O(queries + nodes).
+
+    Parameters
+    ----------
+    leaf_edge : ndarray of int, shape (m,)
+        r in 0..n_leaves.
+    frac : ndarray of float, shape (m,)
+        Share of leaf r included (0 at r = n_leaves).
+    node_variance : sequence of ndarray, shape (b^k,) for k = 1..h
+        Raw noise variance of every node of one class.
+    weights : sequence of float
+        a_k from :func:`consistent_levels`.
+    branching : int
+
+    Returns
+    -------
+    var_prefix, cov_prefix_total : ndarray, shape (m,)
+    var_total : float
+    """
+    h, b = len(weights), branching
+    a = np.array([*weights[:-1], 1.0], dtype=np.float64)
+    v = [np.asarray(x, dtype=np.float64) for x in node_variance]
+    # Weight of node k in the total query: c_k = a_k Π_{i<k} (1 − a_i) (same for every node).
+    keep = np.concatenate(([1.0], np.cumprod(1.0 - a[:-1])))
+    c_tot = a * keep
+    # S: subtree sums of squared weights (per unit G); T: subtree sums of weight × total weight.
+    s_sq: list[NDArray[np.float64]] = [np.empty(0)] * h
+    s_x: list[NDArray[np.float64]] = [np.empty(0)] * h
+    s_sq[h - 1] = v[h - 1].copy()
+    s_x[h - 1] = c_tot[h - 1] * v[h - 1]
+    for k in range(h - 2, -1, -1):
+        s_sq[k] = a[k] ** 2 * v[k] + (1 - a[k]) ** 2 * s_sq[k + 1].reshape(-1, b).sum(axis=1)
+        s_x[k] = a[k] * c_tot[k] * v[k] + (1 - a[k]) * s_x[k + 1].reshape(-1, b).sum(axis=1)
+    var_total = float(s_sq[0].sum())
+    n_leaves = b**h
+    r = np.asarray(leaf_edge, dtype=np.int64)
+    f = np.asarray(frac, dtype=np.float64)
+    # Prefix of everything: the query is the total.
+    full = r >= n_leaves
+    r = np.where(full, n_leaves - 1, r)
+    f = np.where(full, 1.0, f)
+    pos = r + f  # covered leaves
+    m = r.size
+    var = np.zeros(m)
+    cov = np.zeros(m)
+    g_parent = np.zeros(m)  # G of the boundary-path node one level up
+    u_parent = np.zeros(m)  # its covered share
+    path = np.zeros(m, dtype=np.int64)
+    for k in range(h):
+        span = b ** (h - 1 - k)  # leaves under a node of this level
+        first = path * b if k > 0 else np.zeros(m, dtype=np.int64)
+        children = first[:, None] + np.arange(b)[None, :]  # (m, b)
+        u = np.clip((pos[:, None] - children * span) / span, 0.0, 1.0)
+        if k == 0:
+            g = u.copy()
+        else:
+            mean_u = u_parent[:, None]
+            g = (u - mean_u) + ((1.0 - a[k - 1]) * g_parent)[:, None]
+        on = np.minimum(r // span, children[:, -1])
+        is_on = children == on[:, None]
+        off = ~is_on
+        var += np.sum(np.where(off, g**2 * s_sq[k][children], 0.0), axis=1)
+        cov += np.sum(np.where(off, g * s_x[k][children], 0.0), axis=1)
+        g_on = np.sum(np.where(is_on, g, 0.0), axis=1)
+        u_on = np.sum(np.where(is_on, u, 0.0), axis=1)
+        # The path node itself: only its own noise here (its subtree continues below).
+        var += (a[k] * g_on) ** 2 * v[k][on]
+        cov += a[k] * g_on * c_tot[k] * v[k][on]
+        g_parent, u_parent, path = g_on, u_on, on
+    return var, cov, var_total

@@ -31,7 +31,7 @@ def plot_roc(
     exact: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     band: bool = True,
 ) -> Figure:
-    """ROC curves of several evaluations, with bootstrap bands and the exact curve if known."""
+    """ROC curves of several evaluations, with pointwise 90 % bands and the exact curve if known."""
     fig = Figure(figsize=(5, 5))
     ax = fig.add_subplot()
     for name, ev in evaluations.items():
@@ -59,13 +59,18 @@ def plot_pr(
     evaluations: Mapping[str, Evaluation],
     *,
     exact: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    band: bool = True,
 ) -> Figure:
-    """Precision–recall curves (step interpolation, as average precision integrates them)."""
+    """Precision–recall curves (step interpolation, as average precision integrates them),
+    with pointwise 90 % bands under differential privacy."""
     fig = Figure(figsize=(5, 5))
     ax = fig.add_subplot()
     for name, ev in evaluations.items():
         p, r, _ = ev.precision_recall_curve()
-        ax.step(r, p, where="post", label=f"{name} (AP {ev.average_precision:.4f})")
+        (line,) = ax.step(r, p, where="post", label=f"{name} (AP {ev.average_precision:.4f})")
+        if band and ev.tree.guarantee.unit != "none":
+            grid, lo, hi = ev.pr_band()
+            ax.fill_between(grid, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
     if exact is not None:
         ax.step(exact[1], exact[0], "k--", where="post", linewidth=1, label="exact (pooled)")
     ax.set(
@@ -139,6 +144,7 @@ def write_report(
             "epsilon_spent": ev.epsilon_spent,
             "roc_auc": ev.roc_auc,
             "roc_auc_se": ev.roc_auc_se,
+            "roc_auc_sampling_se": ev.roc_auc_sampling_se,
             "average_precision": ev.average_precision,
             "average_precision_se": ev.average_precision_se,
             "height": ev.parameters["height"],
@@ -188,9 +194,10 @@ def write_report(
         md.append(md_table(rec))
         md.append("")
     md += [
-        "Standard errors are from the privacy noise only (analytic delta method for threshold",
-        "metrics; parametric bootstrap with a normal approximation of the node noise for AUC and",
-        "AP). Bucketization error is separate: it vanishes as the hierarchy height grows.",
+        "Standard errors (`_se`) are from the privacy noise only (delta method on the exact node",
+        "variances, unless the bootstrap was asked for); `roc_auc_sampling_se` is the sampling",
+        "uncertainty of the population AUC (DeLong, from the released histograms). Bucketization",
+        "error is separate: it vanishes as the hierarchy height grows.",
         "",
     ]
     html_doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -21,7 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.postprocess.consistency import consistent_levels, consistent_node_weights
+from fedeval.postprocess.consistency import (
+    consistent_levels,
+    consistent_node_weights,
+    consistent_prefix_moments,
+)
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.receipt import Receipt
 from fedeval.sketches.tree import prefix_leaf_weights
@@ -315,6 +319,44 @@ class HierarchicalHistogram:
             return self._consistent_query_variance(w, c)
         return self._raw_query_variance(w, c)
 
+    def prefix_moments(
+        self, thresholds: Any, cls: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+        """Var of :meth:`count_below`, its covariance with the class total, and Var(total).
+
+        Every threshold metric is a ratio of a prefix count and a class total,
+        so these three moments give its delta-method variance. On a consistent
+        tree they cost O(b·h) per threshold and memory O(thresholds + nodes)
+        (:func:`fedeval.postprocess.consistency.consistent_prefix_moments`); on a
+        raw tree they come from the minimal node sets, in chunks.
+
+        Returns
+        -------
+        var_prefix, cov_prefix_total : ndarray, shape (m,) for m thresholds (flattened)
+        var_total : float
+        """
+        t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64)).ravel()
+        c = self._check_cls(cls)
+        r, frac = self.spec.grid.locate(t)
+        if self.consistent_:
+            a = self._level_weights or tuple([1.0] * self.height)
+            nv = [np.asarray(v[c], dtype=np.float64) for v in self.node_variance]
+            return consistent_prefix_moments(r, frac, nv, a, self.branching)
+        n = self.spec.n_leaves
+        total_w = self._raw_node_weights(np.ones((1, n)))
+        var_total = float(self._query_variance(total_w, c)[0])
+        var = np.empty(t.size)
+        cov = np.empty(t.size)
+        for lo in range(0, t.size, 256):
+            part = slice(lo, lo + 256)
+            node_w = self._raw_node_weights(prefix_leaf_weights(r[part], frac[part], n))
+            var[part] = self._query_variance(node_w, c)
+            cov[part] = sum(
+                (w * tw) @ v[c]
+                for w, tw, v in zip(node_w, total_w, self.node_variance, strict=True)
+            )
+        return var, cov, var_total
+
     def leaf_query_covariance(self, weights: Any, cls: int) -> NDArray[np.float64]:
         """Exact noise covariance matrix of linear queries ``weights @ leaves[cls]``.
 
@@ -385,8 +427,16 @@ class HierarchicalHistogram:
         return self._query_variance(self._consistent_node_weights(w_leaves), c)
 
     def _query_variance(self, node_w: list[NDArray[np.float64]], c: int) -> NDArray[np.float64]:
-        """Var = Σ_nodes weight² · variance (independent node noise)."""
+        """Var = Σ_nodes weight² · variance (independent node noise).
+
+        einsum rather than ``@``: these are thin matrix-vector products, and a
+        multithreaded BLAS on a busy machine took 17 ms for one of 65,536 nodes
+        (25 µs single-threaded; einsum 32 µs), measured in issue 13.
+        """
         return np.asarray(
-            sum((w**2) @ v[c] for w, v in zip(node_w, self.node_variance, strict=True)),
+            sum(
+                np.einsum("mj,j->m", w**2, v[c])
+                for w, v in zip(node_w, self.node_variance, strict=True)
+            ),
             dtype=np.float64,
         )

@@ -1,0 +1,456 @@
+"""Dense ROC and PR curves, AUC and AP from consistent prefix counts of one level.
+
+The released hierarchy holds far more resolution than Q quantiles: every
+boundary of level L (b^L bins) has a consistent prefix count per class. This
+module reads those counts, projects each class's prefix counts onto the
+monotone sequences from 0 to the released class total (isotonic regression, a
+named post-processing step), and answers every curve metric from them:
+
+* ROC: at each boundary e_i (predict positive when score >= e_i),
+  FPR_i = N_{>=e_i} / N and TPR_i = P_{>=e_i} / P; between boundaries the curve
+  is linear (exact when scores are uniform inside a bin).
+* AUC: the trapezoid area of that very curve, which is H_B (Cormode–Markov eq. 5)
+  on the projected bin counts. The reported AUC and the returned curve therefore
+  agree to floating-point rounding (tested: |AUC − area| <= 1e-12).
+* PR: precision_i = TP_i / (TP_i + FP_i), recall_i = TP_i / P, in scikit-learn's
+  layout; AP is the step sum of that curve (scikit-learn's definition).
+
+Bucketization bound: for the projected bin counts (p_i, n_i), the AUC of the
+examples lies within ½ Σ_i p_i n_i / (P N) of H_B (Lemma 3: only pairs in the
+same bin are undetermined); :func:`auc_bucketization_bound` returns it.
+
+Level choice (:func:`choose_level`): the leaf level by default (measured
+against the other levels there); any level can be asked for.
+
+References
+----------
+cormode-markov-2023-federated-calibration-evaluation §5, eq. (5), Lemma 3;
+xu-cormode-2025-federated-roc-pr §3 (curves from per-class ECDFs), Def. 4.1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.isotonic import isotonic_regression
+
+from fedeval.metrics.inputs import hierarchy_of
+from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+
+__all__ = [
+    "MAX_SE",
+    "MIN_PR_POINTS",
+    "BoundaryCounts",
+    "auc_bucketization_bound",
+    "boundary_counts",
+    "choose_level",
+    "dense_average_precision",
+    "dense_precision_recall_curve",
+    "dense_roc_auc",
+    "dense_roc_curve",
+]
+
+
+MAX_SE = 0.5
+"""Cap on a standard error of an estimate confined to [0, 1].
+
+No distribution on [0, 1] has a standard deviation above ½ (Popoviciu's
+inequality), so a clipped estimate's error spread never exceeds it; a larger
+delta-method value (tiny or negative noisy totals) only says the
+linearisation has broken down.
+"""
+
+
+@dataclass(frozen=True)
+class BoundaryCounts:
+    """Monotone per-class counts at or above every boundary of one level.
+
+    Attributes
+    ----------
+    level : int
+        1..h; the level has b^level bins.
+    edges : ndarray, shape (B + 1,)
+        Increasing bin edges, from the domain's low end to its high end.
+    above : ndarray, shape (2, B + 1)
+        Examples of class c (0 negative, 1 positive) with score >= edges[i]:
+        non-increasing in i, ``above[c, 0]`` the class total, ``above[c, B] = 0``.
+    totals : ndarray, shape (2,)
+        The released class totals (may be <= 0 under DP; the class is then undefined).
+    """
+
+    level: int
+    edges: NDArray[np.float64]
+    above: NDArray[np.float64]
+    totals: NDArray[np.float64]
+
+    @property
+    def defined(self) -> bool:
+        """Both class totals are positive (else the curves are NaN)."""
+        return bool(np.all(self.totals > 0))
+
+    @property
+    def bins(self) -> NDArray[np.float64]:
+        """Projected per-bin counts, shape (2, B) (non-negative)."""
+        return np.asarray(-np.diff(self.above, axis=1), dtype=np.float64)
+
+
+def _monotone_prefix(counts: NDArray[np.float64], total: float) -> NDArray[np.float64]:
+    """Non-decreasing prefix counts from 0 to ``total`` closest (L2) to the released ones."""
+    below = np.concatenate(([0.0], np.cumsum(counts)))
+    if total <= 0:
+        return np.zeros_like(below)
+    inner = below[1:-1]
+    if inner.size and (np.any(np.diff(below) < 0) or inner.min() < 0 or inner.max() > total):
+        inner = isotonic_regression(inner, y_min=0.0, y_max=total, increasing=True)
+    return np.concatenate(([0.0], inner, [total]))
+
+
+def boundary_counts(release: Any, level: int | None = None) -> BoundaryCounts:
+    """Consistent, monotone-projected counts at or above every boundary of ``level``.
+
+    Parameters
+    ----------
+    release : Release, HierarchicalHistogram or Evaluation
+    level : int, optional
+        1..h; default :func:`choose_level`.
+    """
+    tree = hierarchy_of(release)
+    lv = choose_level(tree) if level is None else int(level)
+    if not 1 <= lv <= tree.height:
+        raise ValueError(f"level must lie in 1..{tree.height}, got {level}")
+    counts = np.asarray(tree.levels[lv - 1], dtype=np.float64)
+    totals = counts.sum(axis=1)
+    lo, hi = tree.spec.score_range
+    edges = np.linspace(lo, hi, counts.shape[1] + 1)
+    above = np.empty((2, counts.shape[1] + 1))
+    for c in (0, 1):
+        below = _monotone_prefix(counts[c], float(totals[c]))
+        above[c] = below[-1] - below
+    return BoundaryCounts(lv, edges, above, totals)
+
+
+def auc_bucketization_bound(counts: BoundaryCounts) -> float:
+    """½ Σ_i p_i n_i / (P N): how far the AUC of examples with these bin counts can be from H_B.
+
+    Cormode–Markov Lemma 3: pairs in different bins are ordered by the bins;
+    only the pairs sharing a bin are undetermined, and H_B counts them ½.
+    """
+    if not counts.defined:
+        return float("nan")
+    bins = counts.bins
+    big_n, big_p = counts.above[0, 0], counts.above[1, 0]
+    return float(0.5 * np.sum(bins[0] * bins[1]) / (big_p * big_n))
+
+
+def choose_level(release: Any) -> int:
+    """The level of the dense curves and AUC: the leaf level (the finest the release holds).
+
+    Why not shallower under noise: a prefix count at a level-L boundary of the
+    consistent tree sums at most (b − 1)·L nodes, so its noise grows only
+    slowly with L, while the bucketization error (for the AUC, at most
+    ½ Σ p_i n_i/(PN), :func:`auc_bucketization_bound`) shrinks with every level;
+    the monotone projection absorbs the per-bin noise. Measured on the
+    issue-13 grid (200K generated task and 100× replicated breast_cancer,
+    DistDP ε = 1 and LDP ε = 5, h = 9 and 12, seed 0): the leaf level's ROC
+    Area Error was within 1.7× of the best level's in every cell and the best
+    in two of eight; its AUC RMSE (20 seeds on breast_cancer with 57 clients,
+    8 on a 200K logistic task) was the best or within 5 % of it. Its weakness:
+    PR curves at deep levels under noise (up to 2.5× the best level's Area
+    Error on the generated task under DistDP, h = 12); pass ``level=`` to
+    choose another.
+    """
+    return hierarchy_of(release).height
+
+
+def dense_roc_curve(
+    counts: BoundaryCounts,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(fpr, tpr, thresholds) in the layout of ``sklearn.metrics.roc_curve``.
+
+    Thresholds decrease from ``inf`` (the point (0, 0)) through every inner
+    boundary to the domain's low end (the point (1, 1)). NaN (one point) when
+    a class is undefined.
+    """
+    if not counts.defined:
+        nan = np.full(1, np.nan)
+        return nan, nan.copy(), nan.copy()
+    above = counts.above[:, :-1][:, ::-1]  # thresholds edges[B-1] .. edges[0]
+    fpr = above[0] / counts.above[0, 0]
+    tpr = above[1] / counts.above[1, 0]
+    return (
+        np.concatenate(([0.0], fpr)),
+        np.concatenate(([0.0], tpr)),
+        np.concatenate(([np.inf], counts.edges[:-1][::-1])),
+    )
+
+
+def dense_roc_auc(counts: BoundaryCounts) -> float:
+    """Trapezoid area of :func:`dense_roc_curve` (= H_B on the projected bin counts)."""
+    if not counts.defined:
+        return float("nan")
+    fpr, tpr, _ = dense_roc_curve(counts)
+    return float(np.clip(np.trapezoid(tpr, fpr), 0.0, 1.0))
+
+
+MIN_PR_POINTS = 4096
+"""Fewest PR points :func:`dense_precision_recall_curve` returns (when the level has fewer bins)."""
+
+
+def dense_precision_recall_curve(
+    counts: BoundaryCounts, *, exact: bool = False, subdivide: int | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(precision, recall, thresholds) in the layout of ``sklearn.metrics.precision_recall_curve``.
+
+    Thresholds increase; the last (precision, recall) is (1, 0) with no
+    threshold. Boundaries with no example predicted positive are left out (like
+    scikit-learn, whose thresholds are the observed scores).
+
+    Parameters
+    ----------
+    counts : BoundaryCounts
+    exact : bool
+        Whether the counts are exact (no noise). With noise, boundaries whose
+        estimated true positives are 0 are left out as well: a point of recall 0
+        has no width in AP or in the Area Error, and its precision (0) would
+        only reflect noise in the negatives' tail (Xu–Cormode's quantile curve
+        shows such points, cause 1 in issue 13). With exact counts they are
+        kept: there the data put them.
+    subdivide : int, optional
+        Points per bin. Precision is not linear inside a bin (unlike the ROC
+        curve), so each bin is cut into ``subdivide`` equal parts with both
+        classes' counts spread uniformly (the ROC curve's own assumption,
+        Davis–Goadrich interpolation of the PR curve). Default: enough for
+        :data:`MIN_PR_POINTS` points in all, so a step integral (AP, the PR
+        Area Error) no longer depends on how the curve is interpolated.
+    """
+    if not counts.defined:
+        nan = np.full(1, np.nan)
+        return nan, nan.copy(), nan.copy()
+    n_bins = counts.edges.size - 1
+    k = max(1, -(-MIN_PR_POINTS // n_bins)) if subdivide is None else int(subdivide)
+    if k < 1:
+        raise ValueError(f"subdivide must be >= 1, got {subdivide}")
+    u = np.arange(k) / k
+    bins = counts.bins
+    fp = (counts.above[0, :-1, None] - u[None, :] * bins[0][:, None]).ravel()
+    tp = (counts.above[1, :-1, None] - u[None, :] * bins[1][:, None]).ravel()
+    width = np.diff(counts.edges)
+    thresholds = (counts.edges[:-1, None] + u[None, :] * width[:, None]).ravel()
+    keep = (tp + fp) > 0
+    if not exact:
+        keep &= tp > 0
+    tp, fp = tp[keep], fp[keep]
+    precision = tp / (tp + fp)
+    recall = tp / counts.above[1, 0]
+    return (
+        np.concatenate((precision, [1.0])),
+        np.concatenate((recall, [0.0])),
+        thresholds[keep],
+    )
+
+
+def dense_average_precision(counts: BoundaryCounts, *, exact: bool = False) -> float:
+    """AP = Σ_n (R_n − R_{n+1}) P_n of :func:`dense_precision_recall_curve`."""
+    if not counts.defined:
+        return float("nan")
+    p, r, _ = dense_precision_recall_curve(counts, exact=exact)
+    return float(-np.sum(np.diff(r) * p[:-1]))
+
+
+def _is_exact(tree: HierarchicalHistogram) -> bool:
+    return not tree.guarantee.is_private
+
+
+# ------------------------------------------------------------ standard errors
+def _variances(tree: HierarchicalHistogram, bin_weights: NDArray[np.float64], c: int) -> float:
+    """Exact noise variance of the bin-weighted linear query on class c (consistent tree)."""
+    span = tree.spec.n_leaves // bin_weights.size
+    return float(tree.leaf_query_variance(np.repeat(bin_weights, span)[None, :], c)[0])
+
+
+def _through_projection(
+    counts: BoundaryCounts, c: int, grad_bins: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Gradient with respect to the projected bins of class c, carried back to the released bins.
+
+    The projection (:func:`_monotone_prefix`) is piecewise linear in the
+    released prefix counts r_1..r_{B−1} and the total T: a pooled block of
+    isotonic regression is the mean of its members, a block clipped at 0 is
+    constant and one clipped at T equals T. Its derivative is therefore exact
+    almost everywhere (ties between noisy counts have probability 0): a pooled
+    block spreads the gradient of its members evenly over them, a block at 0
+    passes none and a block at T passes it to the total. Returns the weights
+    on the released (consistent) bins of the level of the linear query with
+    that gradient.
+    """
+    total = float(counts.above[c, 0])
+    below = total - counts.above[c]  # projected prefix counts, below[0] = 0, below[B] = T
+    n_bins = grad_bins.size
+    g_below = np.zeros(n_bins + 1)
+    g_below[1:n_bins] = grad_bins[:-1] - grad_bins[1:]
+    g_below[n_bins] = grad_bins[-1]
+    inner = below[1:n_bins]
+    g_inner = g_below[1:n_bins]
+    g_raw = np.zeros_like(inner)
+    g_total = g_below[n_bins]
+    if inner.size:
+        starts = np.concatenate(([True], inner[1:] != inner[:-1]))
+        block = np.cumsum(starts) - 1
+        sums = np.bincount(block, weights=g_inner)
+        sizes = np.bincount(block)
+        value = inner[starts]
+        free = (value > 0) & (value < total)
+        g_raw = np.where(free[block], (sums / sizes)[block], 0.0)
+        g_total += float(np.sum(sums[value >= total]))
+    # r_j sums the released bins below boundary j: bin k enters every r_j with j > k.
+    suffix = np.concatenate((np.cumsum(g_raw[::-1])[::-1], [0.0]))
+    return np.asarray(suffix + g_total, dtype=np.float64)
+
+
+PINNED_FLOOR = 0.25
+"""Floor of a delta-method SE, as a share of the SE that ignores the monotone projection.
+
+Where the projection pins the curve (a class's counts clipped at 0 or at the
+total, e.g. an AUC at 1), its derivative passes no noise and the delta method
+through it would say 0. The projection is non-expansive, so the SE of the
+unprojected statistic bounds the spread from above; a quarter of it is the
+floor. Chosen on breast_cancer (57 clients) and a 20K-example logistic task,
+DistDP ε = 1 and LDP ε = 5, 60 seeds each: coverage of 95 % intervals 0.95-0.98
+for AP with it, 0.85-0.88 without (and SE 0 in 2 runs).
+"""
+
+
+def _delta_se(
+    tree: HierarchicalHistogram,
+    counts: BoundaryCounts,
+    grad_n: NDArray[np.float64],
+    grad_p: NDArray[np.float64],
+) -> float:
+    """SE of a statistic of the projected bins with these gradients, floored by PINNED_FLOOR."""
+    through = _variances(tree, _through_projection(counts, 1, grad_p), 1)
+    through += _variances(tree, _through_projection(counts, 0, grad_n), 0)
+    plain = _variances(tree, grad_p, 1) + _variances(tree, grad_n, 0)
+    se = max(np.sqrt(max(through, 0.0)), PINNED_FLOOR * np.sqrt(max(plain, 0.0)))
+    return float(min(se, MAX_SE))
+
+
+def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
+    """Standard error of :func:`dense_roc_auc` from the privacy noise (delta method).
+
+    AUC = Σ_i p_i (N_{<i} + n_i/2) / (P N) over the projected bins of the
+    level. Its gradient with respect to the bin counts of each class, carried
+    back through the monotone projection (:func:`_through_projection`) and
+    expanded to leaves, is one linear query per class whose exact variance on
+    the consistent tree is
+    :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.leaf_query_variance`.
+    Floored at :data:`PINNED_FLOOR` times the SE without the projection, so it
+    is positive whenever there is noise; 0 without noise; capped at :data:`MAX_SE`.
+    """
+    if not tree.guarantee.is_private:
+        return 0.0
+    if not counts.defined:
+        return float("nan")
+    p, n = counts.bins[1], counts.bins[0]
+    big_p, big_n = counts.above[1, 0], counts.above[0, 0]
+    auc = float(np.sum(p * (np.cumsum(n) - n + 0.5 * n)) / (big_p * big_n))
+    grad_p = (np.cumsum(n) - 0.5 * n) / (big_p * big_n) - auc / big_p
+    above_p = big_p - np.cumsum(p)  # positives in higher bins
+    grad_n = (above_p + 0.5 * p) / (big_p * big_n) - auc / big_n
+    return _delta_se(tree, counts, grad_n, grad_p)
+
+
+def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
+    """Standard error of :func:`dense_average_precision` from the privacy noise (delta method).
+
+    AP = (1/P) Σ_i p_i A_i / (A_i + F_i), A_i and F_i the positives and
+    negatives at or above bin i's lower edge. Gradient with respect to p_j:
+    prec_j/P + Σ_{i<=j} p_i F_i / D_i² / P − AP/P; with respect to n_j:
+    −Σ_{i<=j} p_i A_i / D_i² / P. Exact leaf-query variances as for the AUC;
+    0 without noise.
+    """
+    if not tree.guarantee.is_private:
+        return 0.0
+    if not counts.defined:
+        return float("nan")
+    p = counts.bins[1]
+    a_i, f_i = counts.above[1, :-1], counts.above[0, :-1]
+    big_p = counts.above[1, 0]
+    d = a_i + f_i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec = np.where(d > 0, a_i / d, 1.0)
+        d2 = np.where(d > 0, d**2, np.inf)
+    ap = float(np.sum(p * prec) / big_p)
+    grad_p = (prec + np.cumsum(p * f_i / d2) - ap) / big_p
+    grad_n = -np.cumsum(p * a_i / d2) / big_p
+    return _delta_se(tree, counts, grad_n, grad_p)
+
+
+def delong_auc_se(counts: BoundaryCounts) -> float:
+    """Sampling standard error of the population AUC: DeLong's variance from released bin counts.
+
+    Placements with ties counted ½: a positive in bin i has V10 = (N_{<i} + n_i/2)/N,
+    a negative in bin j has V01 = (P_{>j} + p_j/2)/P; Var = S10/P + S01/N with
+    S10, S01 their sample variances. This is the uncertainty of the AUC as an
+    estimate of a population's from this sample of P + N examples, separate from
+    the privacy noise (which :func:`dense_auc_se` measures). Computed from
+    released (projected) counts only.
+
+    References
+    ----------
+    DeLong, DeLong and Clarke-Pearson, Biometrics 44(3), 1988.
+    """
+    if not counts.defined:
+        return float("nan")
+    p, n = counts.bins[1], counts.bins[0]
+    big_p, big_n = counts.above[1, 0], counts.above[0, 0]
+    if big_p <= 1 or big_n <= 1:
+        return float("nan")
+    v10 = (np.cumsum(n) - 0.5 * n) / big_n
+    v01 = (big_p - np.cumsum(p) + 0.5 * p) / big_p
+    auc = float(np.sum(p * v10) / big_p)
+    s10 = float(np.sum(p * (v10 - auc) ** 2) / (big_p - 1))
+    s01 = float(np.sum(n * (v01 - auc) ** 2) / (big_n - 1))
+    return float(np.sqrt(max(s10 / big_p + s01 / big_n, 0.0)))
+
+
+def pointwise_band(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    se_x: NDArray[np.float64],
+    se_y: NDArray[np.float64],
+    grid: NDArray[np.float64],
+    z: float,
+    *,
+    se_at: NDArray[np.float64] | None = None,
+    slope_window: float = 0.02,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Pointwise band of y over a grid of x for a curve whose points both move with noise.
+
+    At a grid value x0 the curve's y is y(t) at the threshold t where x(t) = x0, so by
+    the delta method Var ≈ se_y² + (dy/dx)² se_x² (the two coordinates come from the two
+    classes, or from a ratio whose covariance is small against these terms; the
+    slope is the chord over ±``slope_window``). Clipped to [0, 1].
+
+    Parameters
+    ----------
+    x, y, se_x, se_y : ndarray, shape (n,)
+        Curve points in non-decreasing x and their standard errors.
+    grid : ndarray
+    z : float
+        Normal quantile of the two-sided level.
+    se_at : ndarray, optional
+        Non-decreasing x where ``se_x`` and ``se_y`` are given, when they are
+        computed on a subset of the points (standard errors vary smoothly along
+        the curve; the band's centre stays the full curve).
+    """
+    yg = np.interp(grid, x, y)
+    lo = np.clip(grid - slope_window, x[0], x[-1])
+    hi = np.clip(grid + slope_window, x[0], x[-1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.where(hi > lo, (np.interp(hi, x, y) - np.interp(lo, x, y)) / (hi - lo), 0.0)
+    xs = x if se_at is None else se_at
+    se = np.sqrt(np.interp(grid, xs, se_y) ** 2 + slope**2 * np.interp(grid, xs, se_x) ** 2)
+    return np.clip(yg - z * se, 0.0, 1.0), np.clip(yg + z * se, 0.0, 1.0)

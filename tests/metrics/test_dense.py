@@ -1,0 +1,210 @@
+"""Dense curves: AUC = curve area, sklearn agreement without noise, no noise-made PR points,
+closed-form standard errors against the bootstrap and the old covariance."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import (
+    average_precision_score,
+    precision_recall_curve,
+    roc_auc_score,
+    roc_curve,
+)
+
+import fedeval as fe
+from fedeval.metrics.area_error import pr_area_error, roc_area_error
+from fedeval.metrics.confusion import threshold_metrics
+from fedeval.metrics.dense import boundary_counts, dense_ap_se, dense_auc_se
+from fedeval.postprocess.bootstrap import bootstrap_values
+from fedeval.sketches.tree import prefix_leaf_weights
+
+
+def _data(n: int = 20_000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.3).astype(np.int64)
+    s = 1 / (1 + np.exp(-(rng.normal(0, 1, n) + 2.0 * (y - 0.5))))
+    return s, y
+
+
+PRIVACY = [fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=5.0)]
+
+
+@pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
+@pytest.mark.parametrize("seed", range(3))
+def test_auc_is_the_area_of_the_returned_curve(privacy: object, seed: int) -> None:
+    s, y = _data()
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed)
+    fpr, tpr, thr = ev.roc_curve()
+    # Stated bound: equal up to floating-point rounding of the trapezoid sum.
+    assert abs(ev.roc_auc - np.trapezoid(tpr, fpr)) <= 1e-12
+    assert np.all(np.diff(fpr) >= 0) and np.all(np.diff(tpr) >= 0)
+    assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0.0, 0.0, 1.0, 1.0)
+    assert np.all(np.diff(thr) < 0)
+    # No point of precision 0 at recall 0 under noise (only the final (1, 0) sentinel at recall 0).
+    p, r, _ = ev.precision_recall_curve()
+    assert np.all(r[:-1] > 0) and (p[-1], r[-1]) == (1.0, 0.0)
+    assert ev.average_precision == pytest.approx(-np.sum(np.diff(r) * p[:-1]), abs=1e-12)
+
+
+def test_secure_aggregation_matches_sklearn_within_the_bucketization_bound() -> None:
+    s, y = _data()
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.SecureAggregation(), height=12)
+    assert ev.counts.level == 12  # no noise: the leaf level
+    bound = ev.roc_auc_bucketization_bound
+    assert abs(ev.roc_auc - roc_auc_score(y, s)) <= bound
+    f_ref, t_ref, _ = roc_curve(y, s)
+    fpr, tpr, _ = ev.roc_curve()
+    # Each point is exact at a leaf edge; within a leaf the chord errs by at most the leaf's share.
+    assert roc_area_error(fpr, tpr, f_ref, t_ref) < 2 * bound + 1e-3
+    p_ref, r_ref, _ = precision_recall_curve(y, s)
+    p, r, _ = ev.precision_recall_curve()
+    assert pr_area_error(p, r, p_ref, r_ref) < 5e-3
+    assert ev.average_precision == pytest.approx(average_precision_score(y, s), abs=5e-3)
+    assert ev.roc_auc_se == 0.0 and ev.average_precision_se == 0.0
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
+def test_delta_method_agrees_with_bootstrap(privacy: object) -> None:
+    s, y = _data()
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=5)
+    tree = ev.tree
+    level = ev.counts.level
+
+    def auc(t: object) -> float:
+        return fe.metrics.roc_auc_score(t, level=level)
+
+    def ap(t: object) -> float:
+        return fe.metrics.average_precision_score(t, level=level)
+
+    # 150 replicates: the bootstrap SD has relative error ~ 1/sqrt(2·149) ≈ 6 %, so 1.25 is
+    # > 3 of its SDs above 1. The delta method linearises the monotone projection and the
+    # ratio of noisy counts; measured boot/delta 0.75-1.01 here, hence 0.6 below.
+    cases = ((auc, dense_auc_se(tree, ev.counts), 0.6), (ap, dense_ap_se(tree, ev.counts), 0.6))
+    for stat, delta, low in cases:
+        values = np.asarray(bootstrap_values(tree, stat, replicates=150, rng=1))
+        boot = float(np.std(values, ddof=1))
+        assert delta > 0
+        assert low * delta <= boot <= 1.25 * delta
+
+
+def test_threshold_standard_errors_equal_the_full_covariance() -> None:
+    """The O(h) moments give what the (k+1)² covariance of the old code gave."""
+    s, y = _data(5_000)
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=2)
+    tree = ev.tree
+    thr = np.linspace(0.05, 0.95, 19)
+    got = threshold_metrics(tree, thr)
+    r, frac = tree.spec.grid.locate(thr)
+    n = tree.spec.n_leaves
+    below = prefix_leaf_weights(r, frac, n)
+    q = np.vstack([below, np.ones((1, n))])
+    cov = tree.leaf_query_covariance(q, 1)
+    big_p = float(tree.totals()[1])
+    x = below @ tree.leaves[1]
+    grad = np.zeros((thr.size, thr.size + 1))
+    grad[np.arange(thr.size), np.arange(thr.size)] = -1 / big_p
+    grad[:, -1] = x / big_p**2
+    expected = np.sqrt(np.einsum("ij,jk,ik->i", grad, cov, grad))
+    np.testing.assert_allclose(got.recall_se, expected, rtol=1e-9)
+
+
+def test_standard_errors_are_never_zero_under_dp_even_at_auc_one() -> None:
+    # Perfectly separated scores: the curve is degenerate, the SE must not be.
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(300, int), np.ones(300, int)]
+    s = np.r_[rng.uniform(0, 0.4, 300), rng.uniform(0.6, 1, 300)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in range(5):
+            ev = fe.evaluate(
+                fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=seed
+            )
+            assert ev.roc_auc_se > 0 and ev.average_precision_se > 0
+            assert ev.roc_auc_sampling_se >= 0
+
+
+def test_uncertainty_reports_both_sources() -> None:
+    s, y = _data()
+    fed = fe.Federation.from_arrays(s, y)
+    sa = fe.evaluate(fed, fe.SecureAggregation()).uncertainty()
+    assert sa["roc_auc_privacy_se"] == 0 and sa["dominant"] == "sampling"
+    # DeLong's variance on the exact scores (independent: placements from sorted scores);
+    # the release's leaf bins tie nearby scores, which moves it by well under 2 %.
+    pos, neg = np.sort(s[y == 1]), np.sort(s[y == 0])
+    v10 = (np.searchsorted(neg, pos, "left") + np.searchsorted(neg, pos, "right")) / 2 / neg.size
+    v01 = (
+        1 - (np.searchsorted(pos, neg, "left") + np.searchsorted(pos, neg, "right")) / 2 / pos.size
+    )
+    exact = np.sqrt(np.var(v10, ddof=1) / pos.size + np.var(v01, ddof=1) / neg.size)
+    assert sa["roc_auc_sampling_se"] == pytest.approx(exact, rel=0.02)
+    ldp = fe.evaluate(fed, fe.LocalDP(epsilon=1.0), rng=0).uncertainty()
+    assert ldp["dominant"] == "privacy noise" and ldp["roc_auc_privacy_se"] > 0
+
+
+def test_quantile_method_is_kept() -> None:
+    s, y = _data(5_000)
+    ev = fe.evaluate(
+        fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=0, curve="quantile"
+    )
+    f, t, _ = ev.roc_curve()
+    ref = fe.metrics.roc_curve(ev.tree, method="quantile", n_quantiles=ev.parameters["n_quantiles"])
+    np.testing.assert_array_equal(f, ref[0])
+    assert boundary_counts(ev.tree, 1).level == 1
+
+
+def _breast_cancer_scores() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_breast_cancer(return_X_y=True)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    s = cross_val_predict(model, x, y, cv=5, method="predict_proba")[:, 1]
+    return s, y
+
+
+def test_small_data_warns_with_numbers_and_never_raises() -> None:
+    """Issue 13: 50 rows of breast_cancer under LDP ε = 1 gave an exception."""
+    s, y = _breast_cancer_scores()
+    idx = np.random.default_rng(0).choice(y.size, 50, replace=False)
+    fed = fe.Federation.from_arrays(s[idx], y[idx])
+    for seed in range(20):
+        with pytest.warns(UserWarning, match="predicts an AUC error of") as record:
+            ev = fe.evaluate(fed, fe.LocalDP(epsilon=1.0), rng=seed)
+        message = str(record[0].message)
+        assert "released class totals" in message
+        for value, se in (
+            (ev.roc_auc, ev.roc_auc_se),
+            (ev.average_precision, ev.average_precision_se),
+        ):
+            if ev.defined:
+                assert 0.0 <= value <= 1.0 and 0.0 < se <= 0.5
+            else:
+                assert np.isnan(value)
+        _ = ev.roc_curve(), ev.precision_recall_curve(), ev.roc_band(), ev.pr_band()
+        _ = ev.at_threshold(np.linspace(0, 1, 5)), ev.summary()
+
+
+@pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
+def test_bands_cover_the_curve_and_match_the_bootstrap(privacy: object) -> None:
+    s, y = _data()
+    fed = fe.Federation.from_arrays(s, y)
+    ev = fe.evaluate(fed, privacy, rng=3)
+    boot = fe.evaluate(fed, privacy, rng=3, standard_errors="bootstrap", bootstrap_replicates=100)
+    grid, lo, hi = ev.roc_band(level=0.9)
+    _, blo, bhi = boot.roc_band(level=0.9)
+    fpr, tpr, _ = ev.roc_curve()
+    mid = np.interp(grid, fpr, tpr)
+    assert np.all(lo <= mid + 1e-12) and np.all(mid <= hi + 1e-12)
+    inner = (grid > 0.05) & (grid < 0.95)
+    # Widths agree on average within a factor 2 (delta method vs 100 bootstrap replicates).
+    ratio = np.mean((hi - lo)[inner]) / np.mean((bhi - blo)[inner])
+    assert 0.5 < ratio < 2.0
+    _, plo, phi = ev.pr_band()
+    assert np.all(plo <= phi) and np.any(phi > plo)
