@@ -21,7 +21,9 @@ subset of clients, and a part's own total cancels its scaling).
 
 Standard errors
 ---------------
-Each scalar's standard error is the delta method on the released vector:
+The ECEs' standard errors are folded-normal (:func:`_folded_ece_se`): a sum of
+absolute values of independent noisy bin differences. Every other scalar's
+standard error is the delta method on the released vector:
 ``SE² = Σ_i (∂f/∂v_i)² Var(v_i)`` with the known per-coordinate noise variance
 (discrete Laplace / Pólya sums, or the oracle's plus the split's sampling
 variance under local DP) and the derivative by central differences (step 10⁻³
@@ -201,6 +203,46 @@ def _delta_method_se(
     }  # NaN metric → NaN SE
 
 
+def _folded_ece_se(
+    events: NDArray[np.float64],
+    others: NDArray[np.float64],
+    var_events: NDArray[np.float64],
+    var_others: NDArray[np.float64],
+    ece_bins: int,
+) -> float:
+    """SE of an ECE from fine histograms of events and non-events, each with its noise variance.
+
+    ECE = Σ_m |d_m| / n with d_m = Σ_{b∈m} events_b (1 − mid_b) − others_b mid_b.
+    The coarse bins use disjoint noisy cells, so the d_m are independent
+    normals (approximately) with known variances s_m²; each |d_m| is folded
+    normal, Var|X| = μ² + s² − (E|X|)² with E|X| = s√(2/π) e^(−μ²/2s²) +
+    |μ| (1 − 2Φ(−|μ|/s)), evaluated at |μ| = √max(d_m² − s_m², 0) (d_m² − s_m²
+    is unbiased for μ²; the released |d_m| itself overstates a small |μ|). The delta method
+    (slope ±1) would overstate the SE of bins whose |d_m| is within its
+    noise. The noise of n adds (ECE/n)² Var(n).
+    """
+    from scipy.special import ndtr
+
+    mid = _midpoints(events.size, 1.0)
+    d = (events * (1.0 - mid) - others * mid).reshape(ece_bins, -1).sum(axis=1)
+    s2 = (var_events * (1.0 - mid) ** 2 + var_others * mid**2).reshape(ece_bins, -1).sum(axis=1)
+    n = float(events.sum() + others.sum())
+    if not n > 0:
+        return math.nan
+    s = np.sqrt(s2)
+    # |μ| from the unbiased estimate of μ²: the released |d_m| overstates a small |μ_m|.
+    mu = np.sqrt(np.maximum(d**2 - s2, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(s > 0, mu / s, np.inf)
+    mean_abs = np.where(
+        s > 0, s * np.sqrt(2.0 / np.pi) * np.exp(-0.5 * np.minimum(z, 40.0) ** 2), 0.0
+    ) + mu * (1.0 - 2.0 * ndtr(-z))
+    var_abs = np.maximum(mu**2 + s2 - mean_abs**2, 0.0)
+    ece = float(np.abs(d).sum() / n)
+    var_n = float(var_events.sum() + var_others.sum())
+    return float(np.sqrt(var_abs.sum() / n**2 + (ece / n) ** 2 * var_n))
+
+
 # ----------------------------------------------------------------- the result
 @dataclass(frozen=True)
 class MulticlassEvaluation:
@@ -278,7 +320,33 @@ class MulticlassEvaluation:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             se = _delta_method_se(self.counts.vector(), self.counts.variance, self._statistic)
+            if self.private:
+                se.update(self._ece_standard_errors())
         return {k: (float(v) if np.ndim(v) == 0 else np.asarray(v)) for k, v in se.items()}
+
+    def _ece_standard_errors(self) -> dict[str, Any]:
+        """Folded-normal SEs of the ECEs (:func:`_folded_ece_se`), replacing the delta method."""
+        m = self.parameters["ece_bins"]
+        c = self.counts
+        v = self.sketch.counts_from(c.variance, c.variance, c.receipt, c.n_clients)
+        top = _folded_ece_se(c.top_label[1], c.top_label[0], v.top_label[1], v.top_label[0], m)
+        per_class = np.array(
+            [
+                _folded_ece_se(
+                    c.one_vs_rest[j, 1],
+                    c.one_vs_rest[j, 0],
+                    v.one_vs_rest[j, 1],
+                    v.one_vs_rest[j, 0],
+                    m,
+                )
+                for j in range(self.n_classes)
+            ]
+        )
+        return {
+            "ece_top_label": np.array(top),
+            "ece_classwise_per_class": per_class,
+            "ece_classwise": np.array(np.sqrt(np.sum(per_class**2)) / self.n_classes),
+        }
 
     def confusion_matrix(self) -> NDArray[np.float64]:
         """(c, c): row = true class, column = argmax prediction (``sklearn.metrics.confusion_matrix``)."""
