@@ -108,15 +108,30 @@ def softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
     return z
 
 
-def _row_counts(mask: NDArray[np.bool_]) -> NDArray[Any]:
-    """True entries per row of an (n, c) mask.
+def _count_true(mask: NDArray[np.bool_]) -> NDArray[Any]:
+    """True entries per column of a (c, n) mask (a uint8 product with ones while c ≤ 255)."""
+    if mask.shape[0] <= 255:
+        return np.asarray(np.ones(mask.shape[0], dtype=np.uint8) @ mask.view(np.uint8))
+    return np.count_nonzero(mask, axis=0)
 
-    A uint8 product with a vector of ones is several times faster than
-    ``count_nonzero(axis=1)`` on short rows; it is exact while c ≤ 255.
+
+def _first_true(is_max: NDArray[np.bool_], q: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Per column, the first row where ``is_max`` holds: ``argmax`` of the (c, n) scores.
+
+    One uint8 product gives, per column, the number of maxima and the index of
+    the maximum when it is unique; tied columns fall back to ``np.argmax``, so
+    the first maximum wins as in ``np.argmax(p, axis=1)``.
     """
-    if mask.shape[1] <= 255:
-        return np.asarray(mask.view(np.uint8) @ np.ones(mask.shape[1], dtype=np.uint8))
-    return np.count_nonzero(mask, axis=1)
+    c = q.shape[0]
+    if c > 255:
+        return np.asarray(q.argmax(axis=0), dtype=np.int64)
+    weights = np.stack([np.ones(c), np.arange(c)]).astype(np.uint8)
+    hits = weights @ is_max.view(np.uint8)
+    pred = hits[1].astype(np.int64)
+    tied = np.flatnonzero(hits[0] != 1)
+    if tied.size:
+        pred[tied] = q[:, tied].argmax(axis=0)
+    return pred
 
 
 @dataclass(frozen=True)
@@ -291,41 +306,45 @@ class MulticlassSketch(Sketch):
     def _keys(
         self, scores: NDArray[np.float64], labels: NDArray[np.int64]
     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-        """Offsets into the vector: the c one-vs-rest cells (n, c) and the other five (n, 5).
+        """Offsets into the vector: the c one-vs-rest cells (c, n) and the other five (5, n).
 
         The five are, in order: confusion, rank, top-label, log loss, Brier.
-        Written for speed (one pass per (n, c) array where possible): the
-        benchmark target is a small multiple of one bincount over the
-        probabilities.
+        Written for speed: the probabilities are transposed once to (c, n), so
+        every per-class pass runs along contiguous memory and reductions over
+        the classes are elementwise (numpy's reductions over short rows are
+        slow); "how many classes" counts are uint8 products with a vector of
+        ones (exact while c ≤ 255). The benchmark target is a small multiple of
+        one bincount over the probabilities.
         """
         c, b = self.n_classes, self.n_bins
         p = softmax(np.array(scores, dtype=np.float64)) if self.logits else scores
-        p = np.asarray(p, dtype=np.float64)
+        q = np.ascontiguousarray(np.asarray(p, dtype=np.float64).T)
         y = np.asarray(labels, dtype=np.int64)
         n = y.shape[0]
         offsets = self.part_offsets()
-        rows = np.arange(n)
-        pred = p.argmax(axis=1)
-        p_true = p[rows, y]
-        conf = p[rows, pred]
-        ovr = self._bins(p)
-        ovr += offsets[1 : c + 1]
-        ovr[rows, y] += b  # the positive half of the true class's histogram
-        other = np.empty((n, 5), dtype=np.int64)
-        other[:, 0] = y * c + pred
+        cols = np.arange(n)
+        conf = q.max(axis=0)
+        pred = _first_true(q == conf, q)
+        p_true = q[y, cols]
+        ovr = self._bins(q)
+        ovr += offsets[1 : c + 1, None]
+        ovr[y, cols] += b  # the positive half of the true class's histogram
+        other = np.empty((5, n), dtype=np.int64)
+        np.multiply(y, c, out=other[0])
+        other[0] += pred
         # Rank as sklearn's top_k_accuracy_score: classes with a larger probability,
         # and among equal ones those of a larger index (a reversed stable sort).
-        rank = _row_counts(p > p_true[:, None]).astype(np.int64)
-        tied = np.flatnonzero(_row_counts(p == p_true[:, None]) > 1)
+        rank = _count_true(q > p_true).astype(np.int64)
+        tied = np.flatnonzero(_count_true(q == p_true) > 1)
         if tied.size:
-            later = np.arange(c)[None, :] > y[tied, None]
-            rank[tied] += np.count_nonzero((p[tied] == p_true[tied, None]) & later, axis=1)
-        other[:, 1] = offsets[c + 1] + rank
-        other[:, 2] = offsets[c + 2] + (pred == y) * b + self.grid.bin_index(conf)
+            later = np.arange(c)[:, None] > y[None, tied]
+            rank[tied] += np.count_nonzero((q[:, tied] == p_true[tied]) & later, axis=0)
+        other[1] = offsets[c + 1] + rank
+        other[2] = offsets[c + 2] + (pred == y) * b + self.grid.bin_index(conf)
         loss = np.minimum(-np.log(np.maximum(p_true, self.prob_floor)), self.log_loss_bound)
-        other[:, 3] = offsets[c + 3] + self.log_loss_grid.bin_index(np.maximum(loss, 0.0))
-        sq = np.einsum("ij,ij->i", p, p) - 2.0 * p_true + 1.0
-        other[:, 4] = offsets[c + 4] + self.brier_grid.bin_index(np.clip(sq, 0.0, BRIER_BOUND))
+        other[3] = offsets[c + 3] + self.log_loss_grid.bin_index(np.maximum(loss, 0.0))
+        sq = np.einsum("ij,ij->j", q, q) - 2.0 * p_true + 1.0
+        other[4] = offsets[c + 4] + self.brier_grid.bin_index(np.clip(sq, 0.0, BRIER_BOUND))
         return ovr, other
 
     def _bins(self, p: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -346,7 +365,7 @@ class MulticlassSketch(Sketch):
     def cells(self, scores: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray[np.int64]:
         """Every example's cell in every part, as offsets into the vector: shape (n, c + 5)."""
         ovr, other = self._keys(scores, labels)
-        return np.column_stack([other[:, :1], ovr, other[:, 1:]])
+        return np.vstack([other[:1], ovr, other[1:]]).T
 
     def encode(
         self,
