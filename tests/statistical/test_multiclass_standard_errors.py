@@ -72,5 +72,6 @@ def test_standard_errors_match_the_spread_of_releases(model: Any) -> None:
                     ses[k].append(float(ev.standard_errors[k]))
                 ses["top_2"].append(ev.top_k_accuracy_se(2))
     ratios = {k: float(np.mean(ses[k]) / np.std(values[k], ddof=1)) for k in values}
+    print(type(model).__name__, {k: round(v, 3) for k, v in ratios.items()})  # shown with -s
     bad = {k: round(v, 3) for k, v in ratios.items() if not 0.8 <= v <= 1.25}
     assert not bad, f"SE / spread outside [0.8, 1.25]: {bad} (all: {ratios})"
