@@ -313,10 +313,12 @@ def test_small_release_under_ldp_has_standard_errors() -> None:
 
 def test_format_errors_still_raise_under_dp() -> None:
     s = np.linspace(0, 1, 10)
-    with pytest.raises(ValueError, match="binary"):
-        fe.evaluate(
+    # Multiclass federations are evaluated since issue 17; a bad parameter still raises.
+    with pytest.raises(ValueError, match="multiple of ece_bins"):
+        fe.evaluate_multiclass(
             fe.Federation.from_arrays(np.c_[s, 1 - s], np.arange(10) % 2),
             fe.DistributedDP(1.0),
+            n_bins=7,
         )
     with pytest.raises(TypeError):
         fe.evaluate(s, fe.DistributedDP(1.0))  # type: ignore[arg-type]

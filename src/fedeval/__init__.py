@@ -15,6 +15,7 @@ from fedeval import calibration, ecdf, metrics, privacy, report, sketches, verti
 from fedeval.calibration.api import calibrate
 from fedeval.data import ClientView, Federation, demo, partition, read
 from fedeval.evaluation import Evaluation, evaluate
+from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
 from fedeval.planning import Plan, plan
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.models import (
@@ -39,6 +40,7 @@ __all__ = [
     "Federation",
     "LabelDP",
     "LocalDP",
+    "MulticlassEvaluation",
     "Plan",
     "SecureAggregation",
     "UserLevelDP",
@@ -48,6 +50,7 @@ __all__ = [
     "demo",
     "ecdf",
     "evaluate",
+    "evaluate_multiclass",
     "metrics",
     "partition",
     "plan",

@@ -221,13 +221,41 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     import fedeval as fe
 
     privacy = _privacy(args)
+    # One --score column: binary scores; several: one probability (or logit) column per class.
+    score: str | list[str] = args.score[0] if len(args.score) == 1 else list(args.score)
     fed = fe.read(
         args.file,
-        score=args.score,
+        score=score,
         label=args.label,
         client=args.client,
+        kind=args.kind,
         score_range=(args.score_min, args.score_max),
     )
+    if fed.kind != "binary":
+        from fedeval.report.multiclass_report import write_multiclass_report
+
+        mev = fe.evaluate_multiclass(fed, privacy, rng=args.seed)
+        name = model_label(privacy)
+        paths = write_multiclass_report(mev, args.out, name=name)
+        facts = _public_facts(fed, [privacy], args.examples)
+        if args.json:
+            payload = {"federation": facts, "summary": mev.summary(), "report": str(paths["html"])}
+            print(json.dumps(payload, default=float))
+            return 0
+        print(f"{_describe(facts)}, {fed.n_classes} classes\n{mev.guarantee}")
+        se = mev.standard_errors
+        rows = [
+            {"metric": k, "value": float(mev.values[k]), "se": float(se[k])}
+            for k in ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc", "ece_top_label",
+                      "ece_classwise", "log_loss", "brier")
+        ]  # fmt: skip
+        rows.append(
+            {"metric": "top_2_accuracy", "value": mev.top_k_accuracy(2),
+             "se": mev.top_k_accuracy_se(2)}
+        )  # fmt: skip
+        _print_table(rows)
+        print(f"\nreport: {paths['html']}")
+        return 0
     for t in args.thresholds:
         if not args.score_min <= t <= args.score_max:
             raise CLIError(
@@ -369,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="evaluate a CSV/Parquet file of scores and labels")
     ev.add_argument("file")
-    ev.add_argument("--score", required=True)
+    ev.add_argument("--score", nargs="+", required=True, help="one column, or one per class")
+    ev.add_argument("--kind", choices=["auto", "binary", "probabilities", "logits"], default="auto")
     ev.add_argument("--label", required=True)
     ev.add_argument("--client", default=None)
     ev.add_argument("--privacy", choices=["sa", "distdp", "ldp"], required=True)

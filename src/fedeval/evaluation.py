@@ -712,10 +712,10 @@ def evaluate(
     """
     if not isinstance(fed, Federation):
         raise TypeError(f"fed must be a Federation, got {type(fed).__name__}")
-    if fed.kind != "binary":
-        raise ValueError(
-            "evaluate() needs a binary task; multiclass evaluation is not supported yet"
-        )
+    if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
+        from fedeval.multiclass_evaluation import evaluate_multiclass
+
+        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger)  # type: ignore[return-value]
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     private = getattr(privacy, "regime", None) != "exact"
     if not private:

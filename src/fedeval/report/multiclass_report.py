@@ -1,0 +1,254 @@
+"""Report of a multiclass evaluation: confusion heat map, per-class curves, calibration.
+
+Everything shown comes from one :class:`~fedeval.multiclass_evaluation.MulticlassEvaluation`
+(one release): under differential privacy that holds no exact count of the
+data. Figures are drawn on explicit :class:`matplotlib.figure.Figure` objects
+and embedded in ``report.html``; ``report.md`` and ``results.json`` hold the
+same numbers.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from fedeval.multiclass_evaluation import MulticlassEvaluation
+from fedeval.report.evaluation_report import fmt, html_table, md_table, png_data_uri
+from fedeval.report.files import write_all_or_nothing
+
+__all__ = [
+    "plot_calibration",
+    "plot_class_curves",
+    "plot_confusion",
+    "write_multiclass_report",
+]
+
+_SCALARS = (
+    ("accuracy", "accuracy"),
+    ("balanced accuracy", "balanced_accuracy"),
+    ("macro precision", "macro_precision"),
+    ("macro recall", "macro_recall"),
+    ("macro F1", "macro_f1"),
+    ("weighted F1", "weighted_f1"),
+    ("macro OvR ROC AUC", "roc_auc"),
+    ("weighted OvR ROC AUC", "roc_auc_weighted"),
+    ("top-label ECE", "ece_top_label"),
+    ("classwise ECE", "ece_classwise"),
+    ("log loss", "log_loss"),
+    ("Brier score", "brier"),
+)
+
+
+def plot_confusion(ev: MulticlassEvaluation, *, normalize: bool = True) -> Figure:
+    """Heat map of the released confusion matrix (rows = true class), row-normalised by default.
+
+    Under DP the cells are noisy (possibly negative); the colours show them as released.
+    """
+    cm = ev.confusion_matrix()
+    shown = cm
+    if normalize:
+        rows = cm.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shown = np.where(rows > 0, cm / rows, np.nan)
+    c = ev.n_classes
+    fig = Figure(figsize=(1.0 + 0.5 * c, 0.8 + 0.5 * c))
+    ax = fig.add_subplot()
+    im = ax.imshow(
+        shown, cmap="viridis", vmin=0.0 if normalize else None, vmax=1.0 if normalize else None
+    )
+    fig.colorbar(im, ax=ax, label="share of the true class" if normalize else "count")
+    if c <= 20:
+        for i in range(c):
+            for j in range(c):
+                ax.text(j, i, f"{shown[i, j]:.2f}" if normalize else f"{cm[i, j]:.0f}",
+                        ha="center", va="center", fontsize=7, color="white")  # fmt: skip
+    ax.set_xlabel("predicted class (argmax)")
+    ax.set_ylabel("true class")
+    ax.set_title("Confusion matrix" + (" (row-normalised)" if normalize else ""))
+    fig.tight_layout()
+    return fig
+
+
+def plot_class_curves(ev: MulticlassEvaluation) -> Figure:
+    """Per-class one-vs-rest ROC (left) and precision–recall (right) curves."""
+    fig = Figure(figsize=(10, 4.5))
+    roc_ax, pr_ax = fig.subplots(1, 2)
+    auc = ev.roc_auc_per_class
+    for j in range(ev.n_classes):
+        fpr, tpr, _ = ev.roc_curve(j)
+        roc_ax.plot(fpr, tpr, lw=1, label=f"class {j} (AUC {auc[j]:.3f})")
+        prec, rec, _ = ev.precision_recall_curve(j)
+        pr_ax.step(rec, prec, where="post", lw=1, label=f"class {j}")
+    roc_ax.plot([0, 1], [0, 1], color="grey", lw=0.5, ls="--")
+    roc_ax.set_xlabel("false positive rate")
+    roc_ax.set_ylabel("true positive rate")
+    roc_ax.set_title("One-vs-rest ROC curves")
+    roc_ax.legend(fontsize=6, loc="lower right")
+    pr_ax.set_xlabel("recall")
+    pr_ax.set_ylabel("precision")
+    pr_ax.set_title("One-vs-rest precision–recall curves")
+    pr_ax.set_ylim(0.0, 1.05)
+    fig.tight_layout()
+    return fig
+
+
+def plot_calibration(ev: MulticlassEvaluation) -> Figure:
+    """Reliability diagrams: top-label (left) and classwise (right), from the release."""
+    fig = Figure(figsize=(10, 4.5))
+    top_ax, cls_ax = fig.subplots(1, 2)
+    top = ev.reliability()
+    top_ax.plot([0, 1], [0, 1], color="grey", lw=0.5, ls="--")
+    top_ax.plot(top["mean_predicted"], top["observed"], marker="o")
+    top_ax.set_title(f"Top-label reliability (ECE {ev.ece_top_label:.4f})")
+    top_ax.set_xlabel("confidence")
+    top_ax.set_ylabel("accuracy")
+    cls_ax.plot([0, 1], [0, 1], color="grey", lw=0.5, ls="--")
+    for j in range(ev.n_classes):
+        r = ev.reliability(j)
+        cls_ax.plot(r["mean_predicted"], r["observed"], marker=".", lw=0.8, label=f"class {j}")
+    cls_ax.set_title(f"Classwise reliability (cwECE {ev.ece_classwise:.4f})")
+    cls_ax.set_xlabel("predicted probability of the class")
+    cls_ax.set_ylabel("observed frequency")
+    cls_ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def _rows(ev: MulticlassEvaluation) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    se = ev.standard_errors
+    scalars: list[dict[str, Any]] = [
+        {"metric": label, "value": float(ev.values[key]), "standard error": float(se[key])}
+        for label, key in _SCALARS
+    ]
+    for k in range(1, min(ev.n_classes, 5) + 1):
+        scalars.append(
+            {
+                "metric": f"top-{k} accuracy",
+                "value": ev.top_k_accuracy(k),
+                "standard error": ev.top_k_accuracy_se(k),
+            }
+        )
+    per_class = [
+        {
+            "class": j,
+            "precision": float(ev.precision[j]),
+            "recall": float(ev.recall[j]),
+            "F1": float(ev.f1[j]),
+            "OvR ROC AUC": float(ev.roc_auc_per_class[j]),
+            "AUC SE": float(se["roc_auc_per_class"][j]),
+            "classwise ECE": float(ev.values["ece_classwise_per_class"][j]),
+        }
+        for j in range(ev.n_classes)
+    ]
+    return scalars, per_class
+
+
+def write_multiclass_report(
+    ev: MulticlassEvaluation,
+    out_dir: str | Path,
+    *,
+    name: str = "",
+    title: str = "fedeval multiclass report",
+) -> dict[str, Path]:
+    """Write ``report.html`` (figures embedded), ``report.md`` and ``results.json``.
+
+    Parameters
+    ----------
+    ev : MulticlassEvaluation
+    out_dir : path
+    name : str
+        The privacy model's label, shown in the title.
+    title : str
+
+    Returns
+    -------
+    dict of "html", "markdown", "json" → path
+
+    Notes
+    -----
+    Public inputs: only what ``ev`` publishes (metrics from the release, their
+    standard errors, the bounds, the parameters and the receipt). Files are
+    written all-or-nothing.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    scalars, per_class = _rows(ev)
+    receipt = ev.privacy_receipt()
+    bounds = ev.bounds
+    bound_rows = [
+        {"quantity": "macro OvR AUC (bucketization, from the release)", "bound": bounds["roc_auc"]},
+        {"quantity": "ECE (fine bins at their midpoints)", "bound": bounds["ece"]},
+        {"quantity": "mean log loss (fixed point)", "bound": bounds["log_loss"]},
+        {"quantity": "Brier score (fixed point)", "bound": bounds["brier"]},
+    ]
+    p = ev.parameters
+    params_text = (
+        f"{p['n_bins']} probability bins, {p['ece_bins']} ECE bins, {p['loss_bins']} loss levels, "
+        f"log loss clipped at −log p_min = {p['log_loss_bound']:.4g} (public), layout {p['layout']}"
+    )
+    heading = f"{title}" + (f": {name}" if name else "")
+    figures = {
+        "Confusion matrix": plot_confusion(ev),
+        "Per-class curves": plot_class_curves(ev),
+        "Calibration": plot_calibration(ev),
+    }
+    images = "".join(
+        f'<h2>{html.escape(k)}</h2><img alt="{html.escape(k)}" '
+        f'src="data:image/png;base64,{png_data_uri(f)}">'
+        for k, f in figures.items()
+    )
+    html_doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(heading)}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}img{{max-width:100%}}</style></head><body>
+<h1>{html.escape(heading)}</h1>
+<p>{html.escape(str(ev.guarantee))}</p>
+<p>Parameters: {html.escape(params_text)}</p>
+<h2>Summary (one release)</h2>{html_table(scalars)}
+<h2>Per class</h2>{html_table(per_class)}
+{images}
+<h2>Bounds</h2>{html_table(bound_rows)}
+<h2>Privacy receipt</h2>{html_table(receipt)}
+</body></html>"""
+    md = [
+        f"# {heading}",
+        "",
+        str(ev.guarantee),
+        "",
+        f"Parameters: {params_text}",
+        "",
+        "## Summary (one release)",
+        md_table(scalars),
+        "",
+        "## Per class",
+        md_table(per_class),
+        "",
+        "## Confusion matrix (rows = true class, as released)",
+        md_table(
+            [
+                {"true": i, **{str(j): fmt(float(v)) for j, v in enumerate(row)}}
+                for i, row in enumerate(ev.confusion_matrix())
+            ]
+        ),
+        "",
+        "## Bounds",
+        md_table(bound_rows),
+        "",
+        "## Privacy receipt",
+        md_table(receipt),
+    ]
+    targets = {
+        "html": out / "report.html",
+        "markdown": out / "report.md",
+        "json": out / "results.json",
+    }
+    contents = {
+        "html": html_doc,
+        "markdown": "\n".join(md),
+        "json": json.dumps(ev.summary(), indent=2, default=float),
+    }
+    write_all_or_nothing({targets[k]: contents[k] for k in targets})
+    return targets

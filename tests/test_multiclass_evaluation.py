@@ -1,0 +1,249 @@
+"""The multiclass sketch and evaluation: encoding, sensitivity, paths, API and bad input (issue 17)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fedeval as fe
+from fedeval.cli import main
+from fedeval.privacy.mechanism_for import mechanism_for
+from fedeval.report.multiclass_report import write_multiclass_report
+from fedeval.sketches.multiclass import MulticlassSketch, softmax
+
+
+def _probs(n: int, c: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, c, n)
+    z = rng.normal(0.0, 1.0, (n, c))
+    z[np.arange(n), y] += 1.5
+    return softmax(z), y
+
+
+# ------------------------------------------------------------------- the sketch
+def test_every_example_touches_one_cell_per_part() -> None:
+    p, y = _probs(500, 4, 0)
+    sk = MulticlassSketch(4, 16, 8)
+    vec = sk.encode(p, y, np.zeros(500, dtype=np.int64))
+    offsets = sk.part_offsets()
+    for k in range(len(sk.parts)):
+        assert vec[offsets[k] : offsets[k + 1]].sum() == 500
+    cells = sk.cells(p, y)
+    assert cells.shape == (500, 9)
+    for k in range(9):
+        assert np.all((cells[:, k] >= offsets[k]) & (cells[:, k] < offsets[k + 1]))
+
+
+def test_items_match_cells_in_every_part() -> None:
+    p, y = _probs(300, 3, 1)
+    sk = MulticlassSketch(3, 8, 4)
+    offsets = sk.part_offsets()
+    for k in range(len(sk.parts)):
+        items = sk.items(p, y, np.full(300, k))
+        np.testing.assert_array_equal(items + offsets[k], sk.cells(p, y)[:, k])
+    part = np.arange(300) % len(sk.parts)
+    assigned = sk.encode_assigned(p, y, np.zeros(300, dtype=np.int64), part)
+    assert assigned.sum() == 300
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 6), st.integers(1, 60), st.integers(0, 2**16))
+def test_summaries_add_like_a_monoid(c: int, n: int, seed: int) -> None:
+    p, y = _probs(n, c, seed)
+    sk = MulticlassSketch(c, 8, 4)
+    cut = n // 3
+    zeros = np.zeros(n, dtype=np.int64)
+    whole = sk.encode(p, y, zeros)
+    np.testing.assert_array_equal(
+        whole, sk.encode(p[:cut], y[:cut], zeros[:cut]) + sk.encode(p[cut:], y[cut:], zeros[cut:])
+    )
+
+
+def test_rank_breaks_ties_as_sklearn_top_k() -> None:
+    from sklearn.metrics import top_k_accuracy_score
+
+    p = np.array([[0.4, 0.4, 0.2], [0.4, 0.4, 0.2], [0.2, 0.4, 0.4], [0.5, 0.25, 0.25]])
+    y = np.array([0, 1, 2, 2])
+    ev = fe.evaluate(fe.Federation.from_arrays(p, y, kind="probabilities"), fe.SecureAggregation())
+    for k in (1, 2):
+        assert ev.top_k_accuracy(k) == pytest.approx(top_k_accuracy_score(y, p, k=k))
+
+
+def test_logits_are_softmaxed_by_the_clients() -> None:
+    rng = np.random.default_rng(3)
+    z = rng.normal(0.0, 2.0, (400, 4))
+    y = rng.integers(0, 4, 400)
+    a = fe.evaluate(fe.Federation.from_arrays(z, y, kind="logits"), fe.SecureAggregation())
+    b = fe.evaluate(
+        fe.Federation.from_arrays(softmax(z), y, kind="probabilities"), fe.SecureAggregation()
+    )
+    np.testing.assert_array_equal(a.counts.vector(), b.counts.vector())
+
+
+@pytest.mark.parametrize(
+    ("unit", "neighbouring", "bound", "l1", "l2"),
+    [
+        ("example", "add_remove", 1, 9.0, 3.0),
+        ("example", "replace", 1, 18.0, np.sqrt(18.0)),
+        ("client", "add_remove", 5, 45.0, 15.0),
+    ],
+)
+def test_sensitivity_one_cell_per_part(
+    unit: Any, neighbouring: Any, bound: int, l1: float, l2: float
+) -> None:
+    """c = 4: 9 parts; each unit example moves one cell per part (module docstring)."""
+    sk = MulticlassSketch(4, 16, 8)
+    s = sk.sensitivity(
+        unit=unit, neighbouring=neighbouring, examples_per_unit=bound, layout="whole"
+    )
+    assert s.l1 == pytest.approx(l1) and s.l2 == pytest.approx(l2)
+    assert [p.budget_share for p in s.parts] == pytest.approx([1 / 9] * 9)
+    a = sk.sensitivity(
+        unit=unit, neighbouring=neighbouring, examples_per_unit=bound, layout="assign"
+    )
+    assert a.l1 == pytest.approx(l1 / 9)
+
+
+def test_sensitivity_is_attained() -> None:
+    """Adding one example changes the vector by exactly L1 = c + 5 (the bound is tight)."""
+    p, y = _probs(50, 4, 4)
+    sk = MulticlassSketch(4, 16, 8)
+    z = np.zeros(51, dtype=np.int64)
+    d = sk.encode(p[:49], y[:49], z[:49])
+    d2 = sk.encode(p, y, z[:50])
+    assert np.abs(d2 - d).sum() == 9
+
+
+def test_ldp_splits_clients_over_the_parts_and_label_dp_is_refused() -> None:
+    sk = MulticlassSketch(3, 8, 4)
+    mech = mechanism_for(fe.LocalDP(2.0), sk, n_clients=100)
+    assert mech.layout == "assign" and mech.oracle_kind == "oue"
+    with pytest.raises(TypeError):
+        mechanism_for(fe.LabelDP(1.0), sk, n_clients=100)
+
+
+# ---------------------------------------------------------------- the pipeline
+def test_fast_and_faithful_paths_agree_in_distribution() -> None:
+    """Mean over releases of one cell vs its true count: within 4 SE of the closed-form noise."""
+    p, y = _probs(200, 3, 5)
+    fed = fe.Federation.from_arrays(p, y, np.arange(200) % 20, kind="probabilities")
+    truth = MulticlassSketch(3, 8, 4).encode(p, y, np.zeros(200, dtype=np.int64))
+    model = fe.DistributedDP(2.0)
+    for path in ("fast", "faithful"):
+        vals, var = [], None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            for r in range(40):
+                ev = fe.evaluate_multiclass(
+                    fed, model, n_bins=8, loss_bins=4, ece_bins=2, path=path, rng=r
+                )
+                vals.append(ev.counts.vector())
+                var = ev.counts.variance
+        assert var is not None
+        mean = np.mean(vals, axis=0)
+        z = (mean - truth) / np.sqrt(var / 40)
+        assert np.mean(np.abs(z) < 4) > 0.99
+
+
+def test_receipt_and_summary_are_json_safe() -> None:
+    p, y = _probs(3000, 3, 6)
+    fed = fe.Federation.from_arrays(p, y, kind="probabilities")
+    ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
+    assert ev.epsilon_spent == pytest.approx(1.0)
+    rows = ev.privacy_receipt()
+    assert len(rows) == 8 and sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
+    s = json.loads(json.dumps(ev.summary(), default=float))
+    assert s["task"] == "multiclass" and len(s["confusion_matrix"]) == 3
+    assert s["accuracy_se"] > 0
+
+
+def test_budget_is_charged_once_before_release() -> None:
+    p, y = _probs(500, 3, 7)
+    fed = fe.Federation.from_arrays(p, y, kind="probabilities")
+    ledger = fe.BudgetLedger(1.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fe.evaluate_multiclass(fed, fe.DistributedDP(1.0), rng=0, ledger=ledger)
+        with pytest.raises(fe.BudgetExceededError):
+            fe.evaluate_multiclass(fed, fe.DistributedDP(1.0), rng=1, ledger=ledger)
+
+
+def test_empty_class_warns_without_counts_and_gives_nan() -> None:
+    p, y = _probs(400, 3, 8)
+    y = np.where(y == 2, 0, y)  # class 2 has no examples
+    fed = fe.Federation.from_arrays(p, y, kind="probabilities")
+    with pytest.warns(UserWarning, match=r"class\(es\) \[2\]") as rec:
+        ev = fe.evaluate(fed, fe.SecureAggregation())
+    message = str(rec[0].message)
+    assert all(str(int(v)) not in message for v in ev.confusion_matrix().sum(axis=1) if v > 3)
+    assert np.isnan(ev.recall[2]) and np.isnan(ev.roc_auc_per_class[2])
+    assert np.isnan(ev.roc_auc) and np.isfinite(ev.accuracy)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_bins": 30, "ece_bins": 16}, "multiple of ece_bins"),
+        ({"prob_floor": 0.0}, "prob_floor"),
+        ({"loss_bins": 0}, "loss_bins"),
+        ({"layout": "x"}, "layout"),
+    ],
+)
+def test_bad_parameters_raise(kwargs: dict[str, Any], match: str) -> None:
+    p, y = _probs(50, 3, 9)
+    fed = fe.Federation.from_arrays(p, y, kind="probabilities")
+    with pytest.raises(ValueError, match=match):
+        fe.evaluate_multiclass(fed, fe.SecureAggregation(), **kwargs)
+
+
+def test_binary_federation_is_refused_by_the_multiclass_entry() -> None:
+    fed = fe.Federation.from_arrays(np.array([0.2, 0.8]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="multiclass"):
+        fe.evaluate_multiclass(fed, fe.SecureAggregation())
+
+
+# -------------------------------------------------------------- report and CLI
+@pytest.fixture
+def multiclass_csv(tmp_path: Path) -> Path:
+    p, y = _probs(2000, 4, 10)
+    df = pd.DataFrame(p, columns=[f"p{j}" for j in range(4)])
+    df["y"] = y
+    df["c"] = np.arange(2000) % 40
+    path = tmp_path / "mc.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_report_has_heat_map_curves_and_calibration(tmp_path: Path) -> None:
+    p, y = _probs(2000, 4, 11)
+    ev = fe.evaluate(fe.Federation.from_arrays(p, y, kind="probabilities"), fe.SecureAggregation())
+    paths = write_multiclass_report(ev, tmp_path / "rep", name="SA")
+    text = paths["html"].read_text()
+    for needle in ("Confusion matrix", "Per-class curves", "Calibration", "Privacy receipt"):
+        assert needle in text
+    assert text.count("data:image/png;base64") == 3
+    assert json.loads(paths["json"].read_text())["n_classes"] == 4
+
+
+def test_cli_evaluate_with_several_score_columns(
+    multiclass_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rep"
+    code = main(
+        ["evaluate", str(multiclass_csv), "--score", "p0", "p1", "p2", "p3", "--label", "y",
+         "--client", "c", "--privacy", "distdp", "--epsilon", "4", "--seed", "0",
+         "--out", str(out), "--json"]
+    )  # fmt: skip
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["summary"]["task"] == "multiclass"
+    assert "n_examples" not in payload["federation"] or payload["federation"]["n_examples"] is None
+    assert (out / "report.html").exists()
