@@ -210,6 +210,16 @@ def test_binary_federation_is_refused_by_the_multiclass_entry() -> None:
         fe.evaluate_multiclass(fed, fe.SecureAggregation())
 
 
+@pytest.mark.parametrize("kwargs", [{"height": 6}, {"n_examples": 100}, {"curve": "quantile"}])
+def test_binary_only_arguments_are_refused_for_multiclass(kwargs: dict[str, Any]) -> None:
+    """fe.evaluate names a binary-only argument instead of silently ignoring it."""
+    p, y = _probs(50, 3, 9)
+    fed = fe.Federation.from_arrays(p, y, kind="probabilities")
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        fe.evaluate(fed, fe.SecureAggregation(), **kwargs)
+    assert isinstance(fe.evaluate(fed, fe.SecureAggregation()), fe.MulticlassEvaluation)
+
+
 # -------------------------------------------------------------- report and CLI
 @pytest.fixture
 def multiclass_csv(tmp_path: Path) -> Path:

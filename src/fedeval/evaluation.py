@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
+from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.dense import (
     BoundaryCounts,
@@ -617,13 +618,18 @@ def evaluate(
     bootstrap_replicates: int = 200,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
-) -> Evaluation:
-    """Evaluate a binary classifier on federated scores and labels, privately.
+) -> Evaluation | MulticlassEvaluation:
+    """Evaluate a classifier on federated scores and labels, privately.
+
+    A multiclass Federation is evaluated by
+    :func:`fedeval.multiclass_evaluation.evaluate_multiclass` (one release of
+    the multiclass sketch; passing a binary-only argument below is an error) and
+    gives a :class:`~fedeval.multiclass_evaluation.MulticlassEvaluation`.
 
     Parameters
     ----------
     fed : Federation
-        Binary task.
+        Binary or multiclass task.
     privacy : SecureAggregation, DistributedDP, CentralDP or LocalDP
     n_examples : int, optional
         A number of examples the caller declares public (a published size or
@@ -708,14 +714,34 @@ def evaluate(
 
     Under differential privacy no exception depends on the data: a class that
     is empty gives NaN or noisy metrics with a warning. Format errors
-    (multiclass data, bad parameters) still raise.
+    (bad parameters) still raise.
     """
     if not isinstance(fed, Federation):
         raise TypeError(f"fed must be a Federation, got {type(fed).__name__}")
     if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
-        from fedeval.multiclass_evaluation import evaluate_multiclass
-
-        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger)  # type: ignore[return-value]
+        given = {
+            "n_examples": n_examples is not None,
+            "height": height is not None,
+            "branching": branching != 2,
+            "n_buckets": n_buckets is not None,
+            "n_quantiles": n_quantiles is not None,
+            "interpolation": interpolation != "pchip",
+            "pr_strategy": pr_strategy != "separate",
+            "auc_buckets": auc_buckets != "dense",
+            "level_budget": level_budget != "split",
+            "curve": curve != "dense",
+            "level": level is not None,
+            "standard_errors": standard_errors != "delta",
+            "bootstrap_replicates": bootstrap_replicates != 200,
+        }
+        binary_only = [name for name, set_ in given.items() if set_]
+        if binary_only:
+            raise ValueError(
+                f"{', '.join(binary_only)}: binary-evaluation argument(s), not used for a "
+                f"multiclass Federation ({fed.n_classes} classes); use "
+                "fedeval.evaluate_multiclass(fed, privacy, n_bins=..., ...) for its options"
+            )
+        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger)
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     private = getattr(privacy, "regime", None) != "exact"
     if not private:
