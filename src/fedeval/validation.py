@@ -113,11 +113,11 @@ def check_binary_labels(labels: Any, *, name: str = "labels") -> NDArray[np.int8
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.dtype.kind == "b":
-        return arr.astype(np.int8)
+        return arr.view(np.int8)
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be 0/1 integers or booleans, got dtype {arr.dtype}")
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         raise ValueError(f"{name} must be 0 or 1; index {bad} has {arr[bad]!r}")
-    return arr.astype(np.int8)
+    return arr.astype(np.int8, copy=False)

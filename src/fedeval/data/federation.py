@@ -1,9 +1,13 @@
 """Federated data: who holds which examples.
 
 A :class:`Federation` is columnar: one array of scores, one of labels, and one of
-client indices, stored **grouped by client** so that every client's examples are
-a contiguous slice. :meth:`Federation.client` therefore returns views, never
-copies, and the fast aggregation path can work on the whole arrays at once.
+dense client indices, **in the order the user gave them**. Building one never
+sorts: the fast aggregation path works on the whole arrays at once and needs no
+grouping. Grouping by client is computed lazily, once, and only where a client's
+examples must be seen together (the faithful path, per-client views, subsets);
+it is a linear-time radix sort on the dense indices
+(:func:`fedeval.data.grouping.group_order`). Labels stay narrow (``int8`` for
+binary tasks).
 
 Score domains
 -------------
@@ -24,6 +28,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedeval.data.grouping import group_order, is_grouped
 from fedeval.validation import check_binary_labels, check_scores
 
 __all__ = ["ClientView", "Federation", "ScoreKind"]
@@ -35,19 +40,19 @@ _PROBA_TOLERANCE = 1e-6
 
 @dataclass(frozen=True)
 class ClientView:
-    """One client's examples: views into the federation's arrays (no copies).
+    """One client's examples (views when the federation is stored grouped, else copies).
 
     Attributes
     ----------
     client_id : hashable
         The client's identifier as given by the user.
     scores : ndarray, shape (n_i,) or (n_i, c)
-    labels : ndarray of int64, shape (n_i,)
+    labels : ndarray of int, shape (n_i,)
     """
 
     client_id: Hashable
     scores: NDArray[np.float64]
-    labels: NDArray[np.int64]
+    labels: NDArray[Any]
 
     @property
     def n_examples(self) -> int:
@@ -65,25 +70,28 @@ class Federation:
     Attributes
     ----------
     scores : ndarray of float64, shape (n,) or (n, c)
-        Grouped by client (client 0's examples first).
-    labels : ndarray of int64, shape (n,)
-        0/1 for binary tasks, 0..c-1 for multiclass.
+        In storage order (the user's order; grouped by client when built
+        from ``offsets`` alone).
+    labels : ndarray of int, shape (n,)
+        0/1 for binary tasks (``int8``), 0..c-1 for multiclass.
     offsets : ndarray of int64, shape (n_clients + 1,)
-        Client ``i`` holds rows ``offsets[i]:offsets[i + 1]``.
+        Client ``i`` holds ``offsets[i + 1] - offsets[i]`` examples: rows
+        ``offsets[i]:offsets[i + 1]`` of the grouped order (:attr:`order`).
     client_ids : ndarray, shape (n_clients,)
-        The user's client identifiers, in storage order.
+        The user's client identifiers (client ``i`` is ``client_ids[i]``).
     kind : {"binary", "probabilities", "logits"}
     score_range : (float, float)
         The public score domain of binary tasks; ``(0, 1)`` for probabilities.
     """
 
     scores: NDArray[np.float64]
-    labels: NDArray[np.int64]
+    labels: NDArray[Any]
     offsets: NDArray[np.int64]
     client_ids: NDArray[Any]
     kind: ScoreKind = "binary"
     score_range: tuple[float, float] = (0.0, 1.0)
     _client_index: NDArray[np.int64] | None = field(default=None, repr=False)
+    _order: NDArray[np.intp] | None = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -137,7 +145,7 @@ class Federation:
             raise ValueError("clients contains missing values")
         ids, inverse = _dense_ids(client_arr)
         return cls.from_dense_index(
-            scores_arr, labels_arr, inverse.astype(np.int64), ids, kind_, score_range
+            scores_arr, labels_arr, inverse.astype(np.int64, copy=False), ids, kind_, score_range
         )
 
     @classmethod
@@ -214,7 +222,7 @@ class Federation:
     def from_dense_index(
         cls,
         scores: NDArray[np.float64],
-        labels: NDArray[np.int64],
+        labels: NDArray[Any],
         client_index: NDArray[np.int64],
         ids: NDArray[Any],
         kind: ScoreKind,
@@ -222,12 +230,10 @@ class Federation:
     ) -> Federation:
         """A federation from validated arrays and dense client indices 0..len(ids)-1.
 
-        Examples are stored grouped by client (one stable sort, if needed). The
-        inputs are trusted: partitioners and builders call this after validating.
+        Examples stay in the given order (no sort, no copy); the grouping by
+        client is computed only when asked for (:attr:`order`). The inputs are
+        trusted: partitioners and builders call this after validating.
         """
-        if client_index.size > 1 and np.any(client_index[1:] < client_index[:-1]):
-            order = np.argsort(client_index, kind="stable")
-            scores, labels, client_index = scores[order], labels[order], client_index[order]
         counts = np.bincount(client_index, minlength=ids.shape[0])
         offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -260,12 +266,35 @@ class Federation:
         object.__setattr__(self, "_client_index", idx)  # cache of a pure function of offsets
         return idx
 
+    @property
+    def order(self) -> NDArray[np.intp] | None:
+        """Rows in client order (stable), or None when the storage is grouped already.
+
+        Computed once, in O(n), on first use (:func:`fedeval.data.grouping.group_order`).
+        """
+        if self._client_index is None:
+            return None
+        if self._order is None:
+            idx = self._client_index
+            order = None if is_grouped(idx) else group_order(idx, self.n_clients)
+            # cache of a pure function of the client index; an empty array marks "grouped"
+            object.__setattr__(
+                self, "_order", np.empty(0, dtype=np.intp) if order is None else order
+            )
+        cached = self._order
+        assert cached is not None
+        return None if cached.size == 0 else cached
+
     def client(self, i: int) -> ClientView:
-        """The ``i``-th client's examples as views (0 <= i < n_clients)."""
+        """The ``i``-th client's examples (0 <= i < n_clients), in storage order."""
         if not 0 <= i < self.n_clients:
             raise IndexError(f"client index {i} out of range [0, {self.n_clients})")
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-        return ClientView(self.client_ids[i], self.scores[a:b], self.labels[a:b])
+        order = self.order
+        if order is None:
+            return ClientView(self.client_ids[i], self.scores[a:b], self.labels[a:b])
+        rows = order[a:b]
+        return ClientView(self.client_ids[i], self.scores[rows], self.labels[rows])
 
     def clients(self) -> Iterator[ClientView]:
         """Iterate over all clients' views, in storage order."""
@@ -280,7 +309,7 @@ class Federation:
         if idx.min() < 0 or idx.max() >= self.n_clients:
             raise ValueError(f"client indices must lie in [0, {self.n_clients})")
         sizes = self.client_sizes[idx]
-        rows = self.rows_of(idx)
+        rows = self.rows_of(idx)  # grouped by client, in the order of idx
         offsets = np.zeros(idx.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         return Federation(
@@ -293,21 +322,24 @@ class Federation:
         )
 
     def rows_of(self, client_indices: Any) -> NDArray[np.int64]:
-        """Row indices (in storage order) of the given clients' examples."""
+        """Row indices of the given clients' examples, client by client (in the order given)."""
         idx = np.asarray(client_indices, dtype=np.int64)
         sizes = self.client_sizes[idx]
         starts = self.offsets[idx]
-        return np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes) + np.arange(
-            int(sizes.sum())
-        )
+        grouped = np.repeat(
+            starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes
+        ) + np.arange(int(sizes.sum()))
+        order = self.order
+        return grouped if order is None else np.asarray(order[grouped], dtype=np.int64)
 
     def keep_rows(self, keep: NDArray[np.bool_]) -> Federation:
         """The federation with only the rows where ``keep`` is True (same clients, same order).
 
         A client may end up with no examples; it still takes part (and adds
-        its noise share) in a release.
+        its noise share) in a release. O(n): no grouping.
         """
-        new_sizes = np.bincount(self.client_index[keep], minlength=self.n_clients)
+        index = self.client_index[keep]
+        new_sizes = np.bincount(index, minlength=self.n_clients)
         offsets = np.zeros(self.n_clients + 1, dtype=np.int64)
         np.cumsum(new_sizes, out=offsets[1:])
         return Federation(
@@ -317,6 +349,7 @@ class Federation:
             self.client_ids,
             self.kind,
             self.score_range,
+            index,
         )
 
     def __repr__(self) -> str:
@@ -342,6 +375,10 @@ def _dense_ids(client_arr: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64
         and client_arr.max() < 4 * n + 1024
     ):
         present = np.bincount(client_arr) > 0
+        if present.all():  # ids 0..K-1 already: the ids are their own dense index
+            return np.arange(present.size).astype(client_arr.dtype), client_arr.astype(
+                np.int64, copy=False
+            )
         dense = np.cumsum(present) - 1
         return np.flatnonzero(present).astype(client_arr.dtype), dense[client_arr].astype(np.int64)
     ids, inverse = np.unique(client_arr, return_inverse=True)
@@ -357,7 +394,7 @@ def _validate_task(
     labels: Any,
     kind: ScoreKind | Literal["auto"],
     score_range: tuple[float, float],
-) -> tuple[NDArray[np.float64], NDArray[np.int64], ScoreKind]:
+) -> tuple[NDArray[np.float64], NDArray[Any], ScoreKind]:
     s = np.asarray(scores)
     if kind not in ("auto", "binary", "probabilities", "logits"):
         raise ValueError(
@@ -379,8 +416,7 @@ def _validate_task(
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ValueError(f"score_range must be finite with low < high, got {score_range!r}")
         s64 = check_scores(s, score_range=(float(lo), float(hi)))
-        y = check_binary_labels(y_raw).astype(np.int64)
-        return s64, y, "binary"
+        return s64, check_binary_labels(y_raw), "binary"
     # multiclass
     if s.ndim != 2 or s.shape[1] < 2:
         raise ValueError(f"multiclass scores must have shape (n, c) with c >= 2, got {s.shape}")
