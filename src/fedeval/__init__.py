@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
 from fedeval.calibration.api import calibrate
-from fedeval.data import ClientView, Federation, demo, partition, read
+from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
 from fedeval.evaluation import Evaluation, evaluate
 from fedeval.planning import Plan, plan
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
@@ -40,6 +40,7 @@ __all__ = [
     "LabelDP",
     "LocalDP",
     "Plan",
+    "Scan",
     "SecureAggregation",
     "UserLevelDP",
     "__version__",
@@ -54,6 +55,7 @@ __all__ = [
     "privacy",
     "read",
     "report",
+    "scan",
     "sketches",
     "vertical",
     "write_report",

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
-from fedeval.data import Federation
+from fedeval.data import Federation, Scan
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.precision_recall import (
@@ -417,7 +417,7 @@ def resolve_parameters(
 
 
 def evaluate(
-    fed: Federation,
+    fed: Federation | Scan,
     privacy: PrivacyModel,
     *,
     n_examples: int | None = None,
@@ -438,8 +438,8 @@ def evaluate(
 
     Parameters
     ----------
-    fed : Federation
-        Binary task.
+    fed : Federation or Scan
+        Binary task, in memory or streamed (:func:`fedeval.scan`).
     privacy : SecureAggregation, DistributedDP, CentralDP or LocalDP
     n_examples : int, optional
         A number of examples the caller declares public (a published size or
@@ -512,8 +512,8 @@ def evaluate(
     is empty gives NaN or noisy metrics with a warning. Format errors
     (multiclass data, bad parameters) still raise.
     """
-    if not isinstance(fed, Federation):
-        raise TypeError(f"fed must be a Federation, got {type(fed).__name__}")
+    if not isinstance(fed, Federation | Scan):
+        raise TypeError(f"fed must be a Federation or a Scan, got {type(fed).__name__}")
     if fed.kind != "binary":
         raise ValueError(
             "evaluate() needs a binary task; multiclass evaluation is not supported yet"
@@ -522,7 +522,7 @@ def evaluate(
     private = getattr(privacy, "regime", None) != "exact"
     if not private:
         # No differential privacy: the exact counts are what the release shows anyway.
-        n_pos = int(fed.labels.sum())
+        n_pos = fed.n_positives() if isinstance(fed, Scan) else int(fed.labels.sum())
         if n_pos == 0 or n_pos == fed.n_examples:
             only = "negative" if n_pos == 0 else "positive"
             raise ValueError(
