@@ -265,16 +265,17 @@ class Scan:
 
         def keep(part: Any, partition_info: Any = None) -> Any:
             if len(part) == 0:
-                return part
+                return part.reset_index(drop=True)
             k = 0 if partition_info is None else int(partition_info["number"])
             _, inverse, counts = np.unique(
                 part[client].to_numpy(), return_inverse=True, return_counts=True
             )
             offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-            return part[mask(inverse.astype(np.int64), offsets, per_partition[k])]
+            kept = part[mask(inverse.astype(np.int64), offsets, per_partition[k])]
+            return kept.reset_index(drop=True)  # the client stays a column only
 
         out = Scan(
-            shuffled.map_partitions(keep, meta=shuffled._meta),
+            shuffled.map_partitions(keep, meta=shuffled._meta.reset_index(drop=True)),
             self.score,
             self.label,
             self.client,
