@@ -223,3 +223,15 @@ def test_missing_column_lists_available_columns() -> None:
     df = pd.DataFrame({"score": [0.1], "y": [1]})
     with pytest.raises(ValueError, match=r"\['label'\].*available columns: \['score', 'y'\]"):
         Federation.from_frame(df)
+
+
+def test_integer_ids_with_gaps_map_lazily_to_the_sorted_unique_index() -> None:
+    rng = np.random.default_rng(3)
+    clients = rng.choice(np.array([5, 9, 100, 7, 3000]), size=400)
+    scores, labels = rng.random(400), rng.integers(0, 2, 400)
+    fed = Federation.from_arrays(scores, labels, clients)
+    ids, inverse = np.unique(clients, return_inverse=True)
+    np.testing.assert_array_equal(fed.client_ids, ids)
+    np.testing.assert_array_equal(fed.client_sizes, np.bincount(inverse))
+    np.testing.assert_array_equal(fed.client_index, inverse)
+    assert client_sets(fed) == expected_client_sets(scores, labels, clients)

@@ -92,6 +92,9 @@ class Federation:
     score_range: tuple[float, float] = (0.0, 1.0)
     _client_index: NDArray[np.int64] | None = field(default=None, repr=False)
     _order: NDArray[np.intp] | None = field(default=None, repr=False, compare=False)
+    _id_lookup: tuple[NDArray[Any], NDArray[Any]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -143,9 +146,25 @@ class Federation:
             raise ValueError("clients contains NaN or inf")
         if client_arr.dtype == object and pd.isna(client_arr).any():
             raise ValueError("clients contains missing values")
-        ids, inverse = _dense_ids(client_arr)
-        return cls.from_dense_index(
-            scores_arr, labels_arr, inverse.astype(np.int64, copy=False), ids, kind_, score_range
+        counted = _count_small_ids(client_arr)
+        if counted is None:
+            ids, inverse = np.unique(client_arr, return_inverse=True)
+            return cls.from_dense_index(
+                scores_arr, labels_arr, inverse.astype(np.int64), ids, kind_, score_range
+            )
+        counts, present = counted
+        ids = np.flatnonzero(present).astype(client_arr.dtype)
+        offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts[present], out=offsets[1:])
+        rng_ = _range_of(kind_, score_range)
+        if present.all():  # ids 0..K-1 already: the ids are their own dense index
+            index = client_arr.astype(np.int64, copy=False)
+            return cls(scores_arr, labels_arr, offsets, ids, kind_, rng_, index)
+        # Ids with gaps: the dense index is one lookup per example, done only when
+        # something needs it (the fast path needs only the counts above).
+        table = (np.cumsum(present) - 1).astype(np.int32 if ids.size < 2**31 else np.int64)
+        return cls(
+            scores_arr, labels_arr, offsets, ids, kind_, rng_, None, None, (client_arr, table)
         )
 
     @classmethod
@@ -259,11 +278,19 @@ class Federation:
 
     @property
     def client_index(self) -> NDArray[np.int64]:
-        """Dense client index (0..n_clients-1) of every stored example."""
+        """Dense client index (0..n_clients-1) of every stored example.
+
+        Computed on first use when the user's ids had gaps (one table lookup per
+        example; int32 when there are fewer than 2^31 clients).
+        """
         if self._client_index is not None:
             return self._client_index
-        idx = np.repeat(np.arange(self.n_clients, dtype=np.int64), self.client_sizes)
-        object.__setattr__(self, "_client_index", idx)  # cache of a pure function of offsets
+        if self._id_lookup is not None:
+            raw, table = self._id_lookup
+            idx = np.take(table, raw)
+        else:
+            idx = np.repeat(np.arange(self.n_clients, dtype=np.int64), self.client_sizes)
+        object.__setattr__(self, "_client_index", idx)  # cache of a pure function of the ids
         return idx
 
     @property
@@ -272,10 +299,10 @@ class Federation:
 
         Computed once, in O(n), on first use (:func:`fedeval.data.grouping.group_order`).
         """
-        if self._client_index is None:
-            return None
+        if self._client_index is None and self._id_lookup is None:
+            return None  # built from offsets alone: stored grouped
         if self._order is None:
-            idx = self._client_index
+            idx = self.client_index
             order = None if is_grouped(idx) else group_order(idx, self.n_clients)
             # cache of a pure function of the client index; an empty array marks "grouped"
             object.__setattr__(
@@ -360,29 +387,22 @@ class Federation:
 
 
 # ---------------------------------------------------------------------- helpers
-def _dense_ids(client_arr: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
-    """Sorted unique client ids and each example's index into them.
+def _count_small_ids(
+    client_arr: NDArray[Any],
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]] | None:
+    """Examples per id and which ids occur, for small non-negative integer ids (else None).
 
-    Small non-negative integer ids (the common case: 0..K-1) are mapped with
-    one ``np.bincount`` in O(n); anything else goes through ``np.unique``
-    (a sort). Both give the same result.
+    The common case (ids 0..K-1, possibly with gaps) is counted with one
+    ``np.bincount`` in O(n); other ids (negative, huge, strings) go through
+    ``np.unique`` (a sort) in the caller. Both give sorted ids.
     """
     n = client_arr.shape[0]
-    if (
-        client_arr.dtype.kind in "iu"
-        and n
-        and client_arr.min() >= 0
-        and client_arr.max() < 4 * n + 1024
-    ):
-        present = np.bincount(client_arr) > 0
-        if present.all():  # ids 0..K-1 already: the ids are their own dense index
-            return np.arange(present.size).astype(client_arr.dtype), client_arr.astype(
-                np.int64, copy=False
-            )
-        dense = np.cumsum(present) - 1
-        return np.flatnonzero(present).astype(client_arr.dtype), dense[client_arr].astype(np.int64)
-    ids, inverse = np.unique(client_arr, return_inverse=True)
-    return ids, inverse.astype(np.int64)
+    if client_arr.dtype.kind not in "iu" or n == 0:
+        return None
+    if client_arr.min() < 0 or client_arr.max() >= 4 * n + 1024:
+        return None
+    counts = np.bincount(client_arr)
+    return counts, counts > 0
 
 
 def _range_of(kind: ScoreKind, score_range: tuple[float, float]) -> tuple[float, float]:
