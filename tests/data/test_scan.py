@@ -151,3 +151,19 @@ def test_missing_column_missing_path_and_unknown_format(tmp_path: Path) -> None:
         fe.scan([str(tmp_path / "b.txt")])
     with pytest.raises(TypeError, match="Federation or a Scan"):
         fe.evaluate(str(tmp_path / "a.parquet"), fe.DistributedDP(1.0))  # type: ignore[arg-type]
+
+
+def test_a_malformed_file_is_named_and_the_reader_thread_stops(tmp_path: Path) -> None:
+    import threading
+
+    s, y, c = _data()
+    d = _write_parts(tmp_path, s, y, c, fmt="csv")
+    with open(d / "part-2.csv", "a") as fh:
+        fh.write("0.5,not-a-label,3,0.5\n")
+    before = threading.active_count()
+    with pytest.raises((TypeError, ValueError), match=r"part-2\.csv"):
+        fe.evaluate(fe.scan(d), fe.DistributedDP(1.0), rng=0)
+    assert threading.active_count() == before
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really parquet")
+    with pytest.raises(ValueError, match=r"broken\.parquet"):
+        fe.evaluate(fe.scan(tmp_path / "broken.parquet"), fe.DistributedDP(1.0), rng=0)

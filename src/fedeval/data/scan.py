@@ -34,8 +34,11 @@ id among them (:meth:`Scan.client_ids`).
 
 from __future__ import annotations
 
+import contextlib
 import glob as globlib
 import math
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -177,15 +180,28 @@ class Scan:
             except (pa.ArrowException, OSError):
                 total = None
         with _Progress(self.progress, total) as bar:
-            for frag, where in self._fragments():
-                first = 0
-                for rb in frag.to_batches(columns=list(columns), batch_size=self.batch_size):
-                    if rb.num_rows == 0:
-                        continue
-                    cols = [_to_numpy(rb.column(i)) for i in range(rb.num_columns)]
-                    yield cols, where, first
-                    first += rb.num_rows
-                    bar.update(rb.num_rows, rb.nbytes)
+            for cols, where, first, nbytes in _prefetched(self._read(columns), PREFETCH_DEPTH):
+                yield cols, where, first
+                bar.update(cols[0].shape[0], nbytes)
+
+    def _read(self, columns: Sequence[str]) -> Iterator[tuple[list[NDArray[Any]], str, int, int]]:
+        for frag, where in self._fragments():
+            first = 0
+            batches = frag.to_batches(columns=list(columns), batch_size=self.batch_size)
+            while True:
+                try:
+                    rb = next(batches)
+                except StopIteration:
+                    break
+                except (pa.ArrowException, OSError) as exc:
+                    raise ValueError(
+                        f"{where} could not be read after row {first}: {exc}"
+                    ) from None
+                if rb.num_rows == 0:
+                    continue
+                cols = [_to_numpy(rb.column(i)) for i in range(rb.num_columns)]
+                yield cols, where, first, rb.nbytes
+                first += rb.num_rows
 
     def batches(self) -> Iterator[Batch]:
         """Validated batches of the arrow engine (scores, labels, dense client index)."""
@@ -538,6 +554,61 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+_DONE = object()
+
+#: Batches read ahead by a background thread; 0 reads in the calling thread
+#: (benchmarks/bench_scale.py measures both).
+PREFETCH_DEPTH = 2
+
+
+def _prefetched(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
+    """``items`` produced by a background thread, at most ``depth`` ahead.
+
+    Reading and decoding a batch (pyarrow, GIL released) overlaps with
+    validating and encoding the previous one (numpy); benchmarks/bench_scale.py
+    (case b) measures it against ``depth = 0``. Memory stays bounded by
+    ``depth + 1`` batches. An error in the reader is raised here; stopping
+    early stops the reader.
+    """
+    if depth <= 0:
+        yield from items
+        return
+    q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(_DONE)
+        except BaseException as exc:  # handed to the consumer, raised there
+            q.put(exc)
+
+    thread = threading.Thread(target=produce, name="fedeval-scan-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a reader waiting on a full queue
+            with contextlib.suppress(queue.Empty):
+                q.get(timeout=0.05)
+        thread.join()
 
 
 # ------------------------------------------------------------------------ Dask

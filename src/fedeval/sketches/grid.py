@@ -184,8 +184,14 @@ def chunked_bincount(
     the per-chunk cost of a full-length bincount stays linear in n: a tree of
     2^22 leaves costs O(n + 2^22), not O(n · 2^22 / chunk).
     """
+    chunk = max(_CHUNK, size)
+    if n <= 2 * chunk:
+        # One bincount (buffers of at most twice the vector): no zeroed
+        # accumulator, no per-chunk full-length arrays to add up.
+        key, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        keys(0, n, key, tmp)
+        return np.bincount(key, minlength=size).astype(np.int64, copy=False)
     counts = np.zeros(size, dtype=np.int64)
-    chunk = min(max(_CHUNK, size), max(n, 1))
     kbuf = np.empty(chunk, dtype=np.int64)
     lbuf = np.empty(chunk, dtype=np.int64)
     for start in range(0, n, chunk):

@@ -127,6 +127,19 @@ class HierarchySpec:
             out.append(below.reshape(*below.shape[:-1], -1, b).sum(axis=-1))
         return out[::-1]
 
+    def _flatten_from_leaves(self, leaves: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``flatten(levels_from_leaves(leaves))`` written level by level into one vector."""
+        c, b = self.n_classes, self.branching
+        out = np.empty(self.vector_length, dtype=np.int64)
+        stop = out.size
+        start = stop - leaves.size
+        out[start:stop] = leaves.ravel()
+        for k in range(self.height - 1, 0, -1):
+            below = out[start:stop].reshape(c, -1, b)
+            stop, start = start, start - c * self.level_size(k)
+            np.sum(below, axis=-1, out=out[start:stop].reshape(c, -1))
+        return out
+
     def flatten(self, levels: list[NDArray[Any]]) -> NDArray[Any]:
         """Levels → one vector, level-major, then class, then node."""
         return np.concatenate([lv.ravel() for lv in levels])
@@ -153,7 +166,7 @@ class HierarchySpec:
         """
         if level_of_example is None:
             leaves = count_bins(self.grid, scores, labels, self.n_classes)[0]
-            return self.flatten(self.levels_from_leaves(leaves))
+            return self._flatten_from_leaves(leaves)
         return self._encode_assigned_levels(scores, labels, level_of_example)
 
     def _encode_assigned_levels(
