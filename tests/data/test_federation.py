@@ -235,3 +235,13 @@ def test_integer_ids_with_gaps_map_lazily_to_the_sorted_unique_index() -> None:
     np.testing.assert_array_equal(fed.client_sizes, np.bincount(inverse))
     np.testing.assert_array_equal(fed.client_index, inverse)
     assert client_sets(fed) == expected_client_sets(scores, labels, clients)
+
+
+def test_negative_and_unsigned_integer_ids() -> None:
+    scores, labels = np.array([0.1, 0.2, 0.3, 0.4]), np.array([0, 1, 0, 1])
+    fed = Federation.from_arrays(scores, labels, np.array([-3, 7, -3, 0]))
+    np.testing.assert_array_equal(fed.client_ids, [-3, 0, 7])
+    np.testing.assert_array_equal(fed.client_index, [0, 2, 0, 1])
+    fed_u = Federation.from_arrays(scores, labels, np.array([2, 5, 2, 0], dtype=np.uint64))
+    np.testing.assert_array_equal(fed_u.client_ids, [0, 2, 5])
+    np.testing.assert_array_equal(fed_u.client_index, [1, 2, 1, 0])

@@ -167,3 +167,21 @@ def test_a_malformed_file_is_named_and_the_reader_thread_stops(tmp_path: Path) -
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really parquet")
     with pytest.raises(ValueError, match=r"broken\.parquet"):
         fe.evaluate(fe.scan(tmp_path / "broken.parquet"), fe.DistributedDP(1.0), rng=0)
+
+
+def test_progress_bar_shows_rows_and_throughput(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    scan_module = sys.modules["fedeval.data.scan"]
+    monkeypatch.setattr(scan_module, "_PROGRESS_DELAY_S", 0.0)
+    monkeypatch.setattr(scan_module, "_PROGRESS_MININTERVAL_S", 0.0)
+    s, y, c = _data()
+    d = _write_parts(tmp_path, s, y, c)
+    fe.evaluate(fe.scan(d, batch_size=1000), fe.DistributedDP(1.0), rng=0)
+    err = capsys.readouterr().err
+    assert "rows" in err
+    assert "MB/s" in err
+    fe.evaluate(fe.scan(d, progress=False), fe.DistributedDP(1.0), rng=0)
+    assert capsys.readouterr().err == ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -271,10 +272,12 @@ class Federation:
     def n_classes(self) -> int:
         return 2 if self.kind == "binary" else int(self.scores.shape[1])
 
-    @property
+    @cached_property
     def client_sizes(self) -> NDArray[np.int64]:
-        """Number of examples held by each client."""
-        return np.diff(self.offsets)
+        """Number of examples held by each client (computed once)."""
+        sizes = np.diff(self.offsets)
+        sizes.flags.writeable = False
+        return sizes
 
     @property
     def client_index(self) -> NDArray[np.int64]:
@@ -288,6 +291,8 @@ class Federation:
         if self._id_lookup is not None:
             raw, table = self._id_lookup
             idx = np.take(table, raw)
+        elif self.n_clients == self.n_examples:  # one example per client
+            idx = np.arange(self.n_examples, dtype=np.int64)
         else:
             idx = np.repeat(np.arange(self.n_clients, dtype=np.int64), self.client_sizes)
         object.__setattr__(self, "_client_index", idx)  # cache of a pure function of the ids
@@ -399,9 +404,12 @@ def _count_small_ids(
     n = client_arr.shape[0]
     if client_arr.dtype.kind not in "iu" or n == 0:
         return None
-    if client_arr.min() < 0 or client_arr.max() >= 4 * n + 1024:
+    if client_arr.max() >= 4 * n + 1024:
         return None
-    counts = np.bincount(client_arr)
+    try:  # bincount itself refuses negative ids: no separate min() pass
+        counts = np.bincount(client_arr.astype(np.int64, copy=False))
+    except ValueError:
+        return None
     return counts, counts > 0
 
 

@@ -59,6 +59,7 @@ Encoder = Callable[[NDArray[np.float64], NDArray[np.int8], NDArray[np.int64]], N
 
 _DEFAULT_BATCH = 1 << 20
 _PROGRESS_DELAY_S = 2.0
+_PROGRESS_MININTERVAL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -537,7 +538,12 @@ class _Progress:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(
-                total=total, unit="rows", unit_scale=True, delay=_PROGRESS_DELAY_S, leave=False
+                total=total,
+                unit="rows",
+                unit_scale=True,
+                delay=_PROGRESS_DELAY_S,
+                mininterval=_PROGRESS_MININTERVAL_S,
+                leave=False,
             )
 
     def update(self, rows: int, nbytes: int) -> None:
