@@ -173,7 +173,7 @@ def sum_vectors(
             total = sketch.encode_clients(fed)
         else:
             total = sketch.encode_assigned(
-                fed.scores, fed.labels, fed.client_index, groups[fed.client_index]
+                fed.scores, fed.labels, fed.client_index, _per_example(fed, groups)
             )
         total = np.asarray(total)
         if noise is not None:
@@ -192,6 +192,11 @@ def sum_vectors(
         assert server is not None
         total = total + sketch.noise_to_values(server)
     return total
+
+
+def _per_example(fed: Federation, per_client: NDArray[np.int64]) -> NDArray[np.int64]:
+    """A per-client array read at every example (no gather when example i is client i)."""
+    return per_client if fed.one_example_per_client else per_client[fed.client_index]
 
 
 def _encoder(sketch: Sketch, groups: NDArray[np.int64] | None) -> Any:
@@ -256,7 +261,7 @@ def sum_reports(
             np.int64
         )
     else:
-        group_of_example = groups[fed.client_index]
+        group_of_example = _per_example(fed, groups)
         n_reports = np.bincount(group_of_example, minlength=n_parts).astype(np.int64)
     if path == "fast":
         # One pass: a one-hot sketch's assigned encoding holds, in part g, the

@@ -299,6 +299,15 @@ class Federation:
         return idx
 
     @property
+    def one_example_per_client(self) -> bool:
+        """Whether example i is client i (``from_arrays(..., clients=None)``): the index is arange."""
+        return (
+            self._client_index is None
+            and self._id_lookup is None
+            and self.n_clients == self.n_examples
+        )
+
+    @property
     def order(self) -> NDArray[np.intp] | None:
         """Rows in client order (stable), or None when the storage is grouped already.
 
