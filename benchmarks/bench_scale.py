@@ -155,7 +155,36 @@ def case_a(n: int, repeats: int) -> dict[str, Any]:
 
     t, rss = measure(run, repeats)
     base = bincount_baseline(scores, labels, heights[-1], repeats)
-    return {"case_s": t, "case_rss_mb": rss, "height": heights[-1], **base}
+    return {
+        "case_s": t,
+        "case_rss_mb": rss,
+        "height": heights[-1],
+        **base,
+        **encode_threads(scores, labels, heights[-1], repeats),
+    }
+
+
+def encode_threads(scores: Any, labels: Any, height: int, repeats: int) -> dict[str, float]:
+    """Threads where they pay? The leaf encoding in one thread and in a pool of 2 (8 chunks)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fedeval.sketches.grid import UniformGrid, count_bins
+
+    grid = UniformGrid(1 << height)
+    n = scores.shape[0]
+    cuts = np.linspace(0, n, 9).astype(int)
+    with ThreadPoolExecutor(2) as pool:
+
+        def threaded() -> Any:
+            def part(i: int) -> Any:
+                sl = slice(cuts[i], cuts[i + 1])
+                return count_bins(grid, scores[sl], labels[sl], 2)
+
+            return sum(pool.map(part, range(8)))
+
+        t_one, _ = measure(lambda: count_bins(grid, scores, labels, 2), repeats)
+        t_two, _ = measure(threaded, repeats)
+    return {"encode_1_thread_s": t_one, "encode_2_threads_s": t_two}
 
 
 def case_b(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
