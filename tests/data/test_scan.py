@@ -185,3 +185,14 @@ def test_progress_bar_shows_rows_and_throughput(
     assert "MB/s" in err
     fe.evaluate(fe.scan(d, progress=False), fe.DistributedDP(1.0), rng=0)
     assert capsys.readouterr().err == ""
+
+
+def test_calibrate_accepts_a_scan(tmp_path: Path) -> None:
+    s, y, c = _data()
+    d = _write_parts(tmp_path, s, y, c)
+    a = fe.calibrate(fe.scan(d), fe.SecureAggregation(), method="binning", rng=0)
+    b = fe.calibrate(
+        fe.Federation.from_arrays(s, y), fe.SecureAggregation(), method="binning", rng=0
+    )
+    grid = np.linspace(0, 1, 11)
+    np.testing.assert_array_equal(a.predict_proba(grid), b.predict_proba(grid))
