@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "fedeval"
 #: import name -> distribution name, where they differ.
 DIST = {"sklearn": "scikit-learn", "dp_accounting": "dp-accounting", "yaml": "pyyaml"}
-OPTIONAL = {"flwr": "flower", "randomgen": "secure"}
+OPTIONAL = {"flwr": "flower", "randomgen": "secure", "dask": "dask", "distributed": "dask"}
 
 
 def _declared() -> tuple[set[str], dict[str, set[str]]]:
@@ -61,7 +61,7 @@ def test_every_import_is_a_declared_dependency() -> None:
 def test_importing_fedeval_does_not_load_optional_extras() -> None:
     code = (
         "import sys, fedeval, fedeval.ecdf, fedeval.flower, fedeval.calibration;"
-        "print(sorted(m for m in ('flwr', 'randomgen') if m in sys.modules))"
+        "print(sorted(m for m in ('flwr', 'randomgen', 'dask', 'distributed') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
 from fedeval.calibration.api import calibrate
-from fedeval.data import ClientView, Federation, demo, partition, read
+from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
 from fedeval.evaluation import Evaluation, evaluate
 from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
 from fedeval.planning import Plan, plan
@@ -42,6 +42,7 @@ __all__ = [
     "LocalDP",
     "MulticlassEvaluation",
     "Plan",
+    "Scan",
     "SecureAggregation",
     "UserLevelDP",
     "__version__",
@@ -57,6 +58,7 @@ __all__ = [
     "privacy",
     "read",
     "report",
+    "scan",
     "sketches",
     "vertical",
     "write_report",

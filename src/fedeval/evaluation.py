@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
-from fedeval.data import Federation
+from fedeval.data import Federation, Scan
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
@@ -599,7 +599,7 @@ def resolve_parameters(
 
 
 def evaluate(
-    fed: Federation,
+    fed: Federation | Scan,
     privacy: PrivacyModel,
     *,
     n_examples: int | None = None,
@@ -628,8 +628,9 @@ def evaluate(
 
     Parameters
     ----------
-    fed : Federation
-        Binary or multiclass task.
+    fed : Federation or Scan
+        Binary or multiclass task in memory, or a binary task streamed
+        (:func:`fedeval.scan`).
     privacy : SecureAggregation, DistributedDP, CentralDP or LocalDP
     n_examples : int, optional
         A number of examples the caller declares public (a published size or
@@ -716,8 +717,8 @@ def evaluate(
     is empty gives NaN or noisy metrics with a warning. Format errors
     (bad parameters) still raise.
     """
-    if not isinstance(fed, Federation):
-        raise TypeError(f"fed must be a Federation, got {type(fed).__name__}")
+    if not isinstance(fed, Federation | Scan):
+        raise TypeError(f"fed must be a Federation or a Scan, got {type(fed).__name__}")
     if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
         given = {
             "n_examples": n_examples is not None,
@@ -741,12 +742,13 @@ def evaluate(
                 f"multiclass Federation ({fed.n_classes} classes); use "
                 "fedeval.evaluate_multiclass(fed, privacy, n_bins=..., ...) for its options"
             )
+        assert isinstance(fed, Federation)  # a Scan is always binary
         return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger)
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     private = getattr(privacy, "regime", None) != "exact"
     if not private:
         # No differential privacy: the exact counts are what the release shows anyway.
-        n_pos = int(fed.labels.sum())
+        n_pos = fed.n_positives() if isinstance(fed, Scan) else int(fed.labels.sum())
         if n_pos == 0 or n_pos == fed.n_examples:
             only = "negative" if n_pos == 0 else "positive"
             raise ValueError(

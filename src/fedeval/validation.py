@@ -92,11 +92,15 @@ def check_scores(
     arr = arr.astype(np.float64, copy=False)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    lo, hi = score_range
+    # Two reductions, no temporaries: NaN propagates through min/max and inf lies
+    # outside a finite range, so valid scores pass without a per-element mask.
+    if arr.size == 0 or (arr.min() >= lo and arr.max() <= hi):
+        return arr
     finite = np.isfinite(arr)
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"{name} contains NaN or inf (first at index {bad}: {arr[bad]})")
-    lo, hi = score_range
     outside = (arr < lo) | (arr > hi)
     if outside.any():
         bad = int(np.flatnonzero(outside)[0])
@@ -113,11 +117,13 @@ def check_binary_labels(labels: Any, *, name: str = "labels") -> NDArray[np.int8
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.dtype.kind == "b":
-        return arr.astype(np.int8)
+        return arr.view(np.int8)
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be 0/1 integers or booleans, got dtype {arr.dtype}")
+    if arr.dtype.kind in "iu" and (arr.size == 0 or (arr.min() >= 0 and arr.max() <= 1)):
+        return arr.astype(np.int8, copy=False)
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         raise ValueError(f"{name} must be 0 or 1; index {bad} has {arr[bad]!r}")
-    return arr.astype(np.int8)
+    return arr.astype(np.int8, copy=False)

@@ -29,13 +29,40 @@ def test_grouping_preserves_each_clients_examples() -> None:
     assert fed.n_examples == 200
     assert fed.n_clients == np.unique(clients).size
     assert client_sets(fed) == expected_client_sets(scores, labels, clients)
-    # Grouped storage: offsets delimit contiguous slices, client_index agrees.
+    # Storage keeps the user's order (no sort); the lazy grouping is a stable
+    # client order whose blocks the offsets delimit.
+    np.testing.assert_array_equal(fed.scores, scores)
+    np.testing.assert_array_equal(fed.labels, labels)
     np.testing.assert_array_equal(np.diff(fed.offsets), fed.client_sizes)
+    order = fed.order
+    assert order is not None
+    np.testing.assert_array_equal(order, np.argsort(fed.client_index, kind="stable"))
     np.testing.assert_array_equal(
-        fed.client_index, np.repeat(np.arange(fed.n_clients), fed.client_sizes)
+        fed.client_index[order], np.repeat(np.arange(fed.n_clients), fed.client_sizes)
     )
     assert fed.scores.dtype == np.float64
-    assert fed.labels.dtype == np.int64
+    assert fed.labels.dtype == np.int8  # labels stay narrow
+
+
+def test_from_arrays_does_not_copy_or_sort_float_scores_and_dense_ids() -> None:
+    rng = np.random.default_rng(1)
+    scores = rng.random(1000)
+    labels = (rng.random(1000) < 0.5).astype(np.int8)
+    clients = rng.integers(0, 50, 1000).astype(np.int64)
+    clients[:50] = np.arange(50)  # every id 0..49 present: already dense
+    fed = Federation.from_arrays(scores, labels, clients)
+    assert np.shares_memory(fed.scores, scores)
+    assert np.shares_memory(fed.labels, labels)
+    assert np.shares_memory(fed.client_index, clients)
+
+
+def test_group_order_is_the_stable_argsort_for_wide_ids() -> None:
+    from fedeval.data.grouping import group_order
+
+    rng = np.random.default_rng(2)
+    for n_groups in (3, 1 << 16, (1 << 16) + 5, 1 << 20):
+        idx = rng.integers(0, n_groups, 5000)
+        np.testing.assert_array_equal(group_order(idx, n_groups), np.argsort(idx, kind="stable"))
 
 
 def test_string_client_ids_are_kept() -> None:
@@ -44,9 +71,11 @@ def test_string_client_ids_are_kept() -> None:
     assert client_sets(fed) == {"a": [(0.2, 1)], "b": [(0.1, 0), (0.3, 1)]}
 
 
-def test_client_views_are_views_not_copies() -> None:
+def test_client_views_are_views_not_copies_when_grouped() -> None:
     scores, labels, clients = toy_arrays(100, 5)
-    fed = Federation.from_arrays(scores, labels, clients)
+    order = np.argsort(clients, kind="stable")
+    fed = Federation.from_arrays(scores[order], labels[order], clients[order])
+    assert fed.order is None
     for i, view in enumerate(fed.clients()):
         assert np.shares_memory(view.scores, fed.scores)
         assert np.shares_memory(view.labels, fed.labels)
@@ -109,10 +138,12 @@ def test_multiclass_probabilities_and_logits() -> None:
     assert fed.client(0).scores.shape[1] == 4
     fl = Federation.from_arrays(logits, labels, clients, kind="logits")
     assert fl.kind == "logits"
-    # rows stay with their labels through the grouping
+    # rows stay with their labels through the (lazy) grouping
     order = np.argsort(clients, kind="stable")
-    np.testing.assert_array_equal(fl.scores, logits[order])
-    np.testing.assert_array_equal(fl.labels, labels[order])
+    grouped = np.concatenate([fl.client(i).scores for i in range(fl.n_clients)])
+    np.testing.assert_array_equal(grouped, logits[order])
+    grouped_y = np.concatenate([fl.client(i).labels for i in range(fl.n_clients)])
+    np.testing.assert_array_equal(grouped_y, labels[order])
     df = pd.DataFrame(probs, columns=["p0", "p1", "p2", "p3"]).assign(y=labels)
     fd = Federation.from_frame(df, score=["p0", "p1", "p2", "p3"], label="y")
     np.testing.assert_allclose(fd.scores, probs)
@@ -192,3 +223,25 @@ def test_missing_column_lists_available_columns() -> None:
     df = pd.DataFrame({"score": [0.1], "y": [1]})
     with pytest.raises(ValueError, match=r"\['label'\].*available columns: \['score', 'y'\]"):
         Federation.from_frame(df)
+
+
+def test_integer_ids_with_gaps_map_lazily_to_the_sorted_unique_index() -> None:
+    rng = np.random.default_rng(3)
+    clients = rng.choice(np.array([5, 9, 100, 7, 3000]), size=400)
+    scores, labels = rng.random(400), rng.integers(0, 2, 400)
+    fed = Federation.from_arrays(scores, labels, clients)
+    ids, inverse = np.unique(clients, return_inverse=True)
+    np.testing.assert_array_equal(fed.client_ids, ids)
+    np.testing.assert_array_equal(fed.client_sizes, np.bincount(inverse))
+    np.testing.assert_array_equal(fed.client_index, inverse)
+    assert client_sets(fed) == expected_client_sets(scores, labels, clients)
+
+
+def test_negative_and_unsigned_integer_ids() -> None:
+    scores, labels = np.array([0.1, 0.2, 0.3, 0.4]), np.array([0, 1, 0, 1])
+    fed = Federation.from_arrays(scores, labels, np.array([-3, 7, -3, 0]))
+    np.testing.assert_array_equal(fed.client_ids, [-3, 0, 7])
+    np.testing.assert_array_equal(fed.client_index, [0, 2, 0, 1])
+    fed_u = Federation.from_arrays(scores, labels, np.array([2, 5, 2, 0], dtype=np.uint64))
+    np.testing.assert_array_equal(fed_u.client_ids, [0, 2, 5])
+    np.testing.assert_array_equal(fed_u.client_index, [1, 2, 1, 0])

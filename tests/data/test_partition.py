@@ -35,8 +35,9 @@ def test_iid_is_deterministic_under_a_seed(fed: Federation) -> None:
     b = partition.iid(fed, n_clients=10, rng=5)
     c = partition.iid(fed, n_clients=10, rng=6)
     np.testing.assert_array_equal(a.scores, b.scores)
+    np.testing.assert_array_equal(a.client_index, b.client_index)
     np.testing.assert_array_equal(a.offsets, b.offsets)
-    assert not np.array_equal(a.scores, c.scores)
+    assert not np.array_equal(a.client_index, c.client_index)
 
 
 def test_iid_accepts_arrays() -> None:

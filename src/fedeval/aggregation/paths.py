@@ -18,16 +18,22 @@ same distribution.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.data import Federation
+from fedeval.data import Federation, Scan
 from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.mechanisms.randomized_response import flip_labels
 from fedeval.privacy.noise import restrict
-from fedeval.privacy.sampling import client_streams, contribution_mask
+from fedeval.privacy.sampling import (
+    client_streams,
+    contribution_mask,
+    seeded_contribution_mask,
+    spawn_seeds,
+)
 from fedeval.sketches.base import Sketch
 
 __all__ = [
@@ -56,10 +62,23 @@ def _zeros(sketch: Sketch) -> NDArray[Any]:
 
 
 # -------------------------------------------------------------- contributions
-def bound_contributions(fed: Federation, bound: int, rng: np.random.Generator) -> Federation:
-    """Keep at most ``bound`` uniformly random examples of every client (the client-side bound)."""
-    if fed.client_sizes.max() <= bound:
+def bound_contributions(
+    fed: Federation | Scan, bound: int, rng: np.random.Generator
+) -> Federation | Scan:
+    """Keep at most ``bound`` uniformly random examples of every client (the client-side bound).
+
+    Linear time on a Federation (:func:`~fedeval.privacy.sampling.contribution_mask`).
+    A Dask scan is shuffled on the client column and bounded partition by
+    partition; a local scan with a binding bound is read into memory first.
+    """
+    if int(fed.client_sizes.max()) <= bound:
         return fed
+    if isinstance(fed, Scan):
+        if fed.engine == "dask":
+            return fed.bounded(
+                partial(seeded_contribution_mask, bound=bound), partial(spawn_seeds, rng)
+            )
+        fed = fed.to_federation()
     keep = contribution_mask(fed.client_index, fed.offsets, bound, rng)
     return fed.keep_rows(keep)
 
@@ -129,7 +148,7 @@ def client_vector(
 
 
 def sum_vectors(
-    fed: Federation,
+    fed: Federation | Scan,
     sketch: Sketch,
     mechanism: Mechanism,
     *,
@@ -146,17 +165,22 @@ def sum_vectors(
     """
     noise = mechanism.noise
     if path == "fast":
-        if groups is None:
+        if isinstance(fed, Scan):
+            total = fed.encode(
+                _encoder(sketch, groups), length=sketch.length, integer=sketch.integer
+            )
+        elif groups is None:
             total = sketch.encode_clients(fed)
         else:
             total = sketch.encode_assigned(
-                fed.scores, fed.labels, fed.client_index, groups[fed.client_index]
+                fed.scores, fed.labels, fed.client_index, _per_example(fed, groups)
             )
         total = np.asarray(total)
         if noise is not None:
             drawn = sketch.noise_to_values(noise.total(sketch.noise_size, rng, fed.n_clients))
             total = total + drawn
         return total
+    assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
     total = _zeros(sketch)
     for i, child in enumerate(client_streams(rng, fed.n_clients)):
         view = fed.client(i)
@@ -168,6 +192,28 @@ def sum_vectors(
         assert server is not None
         total = total + sketch.noise_to_values(server)
     return total
+
+
+def _per_example(fed: Federation, per_client: NDArray[np.int64]) -> NDArray[np.int64]:
+    """A per-client array read at every example (no gather when example i is client i)."""
+    return per_client if fed.one_example_per_client else per_client[fed.client_index]
+
+
+def _encoder(sketch: Sketch, groups: NDArray[np.int64] | None) -> Any:
+    """The batch encoder of a streamed source: all parts, or each client's assigned part."""
+    if groups is None:
+        return sketch.encode
+    return partial(_encode_assigned, sketch, groups)
+
+
+def _encode_assigned(
+    sketch: Sketch,
+    groups: NDArray[np.int64],
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    clients: NDArray[np.int64],
+) -> NDArray[Any]:
+    return sketch.encode_assigned(scores, labels, clients, groups[clients])
 
 
 # --------------------------------------------------------------- local reports
@@ -191,7 +237,7 @@ def client_reports(
 
 
 def sum_reports(
-    fed: Federation,
+    fed: Federation | Scan,
     sketch: Sketch,
     mechanism: Mechanism,
     groups: NDArray[np.int64],
@@ -209,16 +255,30 @@ def sum_reports(
     """
     n_parts = len(sketch.parts)
     sizes = [p.length for p in sketch.parts]
-    group_of_example = groups[fed.client_index]
-    n_reports = np.bincount(group_of_example, minlength=n_parts).astype(np.int64)
     raw: list[NDArray[np.int64]] = []
+    if isinstance(fed, Scan):
+        n_reports = np.bincount(groups, weights=fed.client_sizes, minlength=n_parts).astype(
+            np.int64
+        )
+    else:
+        group_of_example = _per_example(fed, groups)
+        n_reports = np.bincount(group_of_example, minlength=n_parts).astype(np.int64)
     if path == "fast":
-        items = sketch.items(fed.scores, fed.labels, group_of_example)
+        # One pass: a one-hot sketch's assigned encoding holds, in part g, the
+        # counts of the items its examples report (one bincount over a combined key).
+        if isinstance(fed, Scan):
+            counts = fed.encode(_encoder(sketch, groups), length=sketch.length)
+        else:
+            counts = np.asarray(
+                sketch.encode_assigned(fed.scores, fed.labels, fed.client_index, group_of_example),
+                dtype=np.int64,
+            )
+        offsets = sketch.part_offsets()
         for g in range(n_parts):
-            sel = items[(group_of_example == g) & (items >= 0)]
-            true = np.bincount(sel, minlength=sizes[g]).astype(np.int64)
+            true = counts[offsets[g] : offsets[g + 1]]
             raw.append(mechanism.oracle(sizes[g]).sample_aggregate(true, int(n_reports[g]), rng))
         return raw, n_reports
+    assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
     raw = [np.zeros(s, dtype=np.int64) for s in sizes]
     for i, child in enumerate(client_streams(rng, fed.n_clients)):
         view = fed.client(i)

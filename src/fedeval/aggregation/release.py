@@ -35,7 +35,7 @@ from fedeval.aggregation.paths import (
     sum_reports,
     sum_vectors,
 )
-from fedeval.data import Federation
+from fedeval.data import Federation, Scan
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
@@ -220,7 +220,7 @@ def reserve(
 
 
 def release(
-    source: Federation,
+    source: Federation | Scan,
     sketch: Sketch,
     privacy: PrivacyModel | None = None,
     *,
@@ -235,8 +235,11 @@ def release(
 
     Parameters
     ----------
-    source : Federation
-        The clients and their examples.
+    source : Federation or Scan
+        The clients and their examples, in memory or streamed
+        (:func:`fedeval.scan`: a linear sketch on the fast path is encoded
+        batch by batch, or partition by partition on Dask workers, and the
+        noise is drawn once, here).
     sketch : Sketch
         What every client encodes.
     privacy : privacy model
@@ -266,8 +269,8 @@ def release(
     TypeError, ValueError
         A model the sketch cannot be released under, a bad path or layout.
     """
-    if not isinstance(source, Federation):
-        raise TypeError(f"source must be a Federation, got {type(source).__name__}")
+    if not isinstance(source, Federation | Scan):
+        raise TypeError(f"source must be a Federation or a Scan, got {type(source).__name__}")
     check_path(path)
     gen = as_generator(rng)
     if reservation is not None:
@@ -283,7 +286,7 @@ def release(
 
 
 def run(
-    source: Federation,
+    source: Federation | Scan,
     sketch: Sketch,
     mech: Mechanism,
     *,
@@ -295,6 +298,11 @@ def run(
         # No additive noise (exact sums, or sums of randomized-response labels, a
         # function of discrete flips): the sketch need not be sent in fixed point.
         sketch = sketch.exact_variant()
+    if isinstance(source, Scan) and (
+        path == "faithful" or mech.placement == "labels" or not sketch.linear
+    ):
+        # Every client's own encoder, flipped labels, or a non-linear sketch: in memory.
+        source = source.to_federation()
     fed = source
     if mech.contribution_bound is not None:
         fed = bound_contributions(fed, mech.contribution_bound, rng)
@@ -305,7 +313,7 @@ def run(
         per_part = np.bincount(report_groups, minlength=len(sketch.parts)).astype(np.int64)
         return finish_reports(sketch, mech, raw, n_reports, per_part, path=path)
     if mech.placement == "labels":
-        assert mech.flip_probability is not None
+        assert mech.flip_probability is not None and isinstance(fed, Federation)
         rho = mech.flip_probability
         flipped = flip_federation_labels(fed, rho, rng)
         noisy = np.asarray(sketch.encode_clients(flipped), dtype=np.float64)

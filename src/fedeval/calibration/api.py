@@ -19,7 +19,7 @@ import importlib
 from typing import Any, Literal
 
 from fedeval.calibration.base import Calibrator
-from fedeval.data import Federation
+from fedeval.data import Federation, Scan
 from fedeval.randomness import RNGLike
 
 __all__ = ["METHODS", "Method", "calibrate"]
@@ -40,7 +40,7 @@ _SCALING = ("temperature", "vector", "matrix", "op-vector", "fedcal")
 
 
 def calibrate(
-    fed: Federation,
+    fed: Federation | Scan,
     privacy: Any,
     *,
     method: Method = "bbq",
@@ -51,7 +51,8 @@ def calibrate(
 
     Parameters
     ----------
-    fed : Federation
+    fed : Federation or Scan
+        A :func:`fedeval.scan` source is read into memory first.
         Binary scores (``fed.kind == "binary"``) or multiclass probabilities /
         logits (``"probabilities"``, ``"logits"``).
     privacy : privacy model
@@ -115,7 +116,7 @@ def calibrate(
     --------
     >>> import numpy as np
     >>> from fedeval.calibration.api import calibrate
-    >>> from fedeval.data import Federation
+    >>> from fedeval.data import Federation, Scan
     >>> from fedeval.privacy.models import SecureAggregation
     >>> rng = np.random.default_rng(0)
     >>> s = rng.random(10_000)
@@ -127,6 +128,9 @@ def calibrate(
     """
     if method not in METHODS:
         raise ValueError(f"unknown calibration method {method!r}; choose one of {list(METHODS)}")
+    if isinstance(fed, Scan):
+        # A streamed source is read into memory (validated batch by batch).
+        fed = fed.to_federation()
     if not isinstance(fed, Federation):
         raise TypeError(f"fed must be a fedeval.Federation, got {type(fed).__name__}")
     if fed.kind == "binary":

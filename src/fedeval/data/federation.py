@@ -1,9 +1,13 @@
 """Federated data: who holds which examples.
 
 A :class:`Federation` is columnar: one array of scores, one of labels, and one of
-client indices, stored **grouped by client** so that every client's examples are
-a contiguous slice. :meth:`Federation.client` therefore returns views, never
-copies, and the fast aggregation path can work on the whole arrays at once.
+dense client indices, **in the order the user gave them**. Building one never
+sorts: the fast aggregation path works on the whole arrays at once and needs no
+grouping. Grouping by client is computed lazily, once, and only where a client's
+examples must be seen together (the faithful path, per-client views, subsets);
+it is a linear-time radix sort on the dense indices
+(:func:`fedeval.data.grouping.group_order`). Labels stay narrow (``int8`` for
+binary tasks).
 
 Score domains
 -------------
@@ -18,12 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from fedeval.data.grouping import group_order, is_grouped
 from fedeval.validation import check_binary_labels, check_scores
 
 __all__ = ["ClientView", "Federation", "ScoreKind"]
@@ -35,19 +41,19 @@ _PROBA_TOLERANCE = 1e-6
 
 @dataclass(frozen=True)
 class ClientView:
-    """One client's examples: views into the federation's arrays (no copies).
+    """One client's examples (views when the federation is stored grouped, else copies).
 
     Attributes
     ----------
     client_id : hashable
         The client's identifier as given by the user.
     scores : ndarray, shape (n_i,) or (n_i, c)
-    labels : ndarray of int64, shape (n_i,)
+    labels : ndarray of int, shape (n_i,)
     """
 
     client_id: Hashable
     scores: NDArray[np.float64]
-    labels: NDArray[np.int64]
+    labels: NDArray[Any]
 
     @property
     def n_examples(self) -> int:
@@ -65,25 +71,31 @@ class Federation:
     Attributes
     ----------
     scores : ndarray of float64, shape (n,) or (n, c)
-        Grouped by client (client 0's examples first).
-    labels : ndarray of int64, shape (n,)
-        0/1 for binary tasks, 0..c-1 for multiclass.
+        In storage order (the user's order; grouped by client when built
+        from ``offsets`` alone).
+    labels : ndarray of int, shape (n,)
+        0/1 for binary tasks (``int8``), 0..c-1 for multiclass.
     offsets : ndarray of int64, shape (n_clients + 1,)
-        Client ``i`` holds rows ``offsets[i]:offsets[i + 1]``.
+        Client ``i`` holds ``offsets[i + 1] - offsets[i]`` examples: rows
+        ``offsets[i]:offsets[i + 1]`` of the grouped order (:attr:`order`).
     client_ids : ndarray, shape (n_clients,)
-        The user's client identifiers, in storage order.
+        The user's client identifiers (client ``i`` is ``client_ids[i]``).
     kind : {"binary", "probabilities", "logits"}
     score_range : (float, float)
         The public score domain of binary tasks; ``(0, 1)`` for probabilities.
     """
 
     scores: NDArray[np.float64]
-    labels: NDArray[np.int64]
+    labels: NDArray[Any]
     offsets: NDArray[np.int64]
     client_ids: NDArray[Any]
     kind: ScoreKind = "binary"
     score_range: tuple[float, float] = (0.0, 1.0)
     _client_index: NDArray[np.int64] | None = field(default=None, repr=False)
+    _order: NDArray[np.intp] | None = field(default=None, repr=False, compare=False)
+    _id_lookup: tuple[NDArray[Any], NDArray[Any]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -135,9 +147,25 @@ class Federation:
             raise ValueError("clients contains NaN or inf")
         if client_arr.dtype == object and pd.isna(client_arr).any():
             raise ValueError("clients contains missing values")
-        ids, inverse = _dense_ids(client_arr)
-        return cls.from_dense_index(
-            scores_arr, labels_arr, inverse.astype(np.int64), ids, kind_, score_range
+        counted = _count_small_ids(client_arr)
+        if counted is None:
+            ids, inverse = np.unique(client_arr, return_inverse=True)
+            return cls.from_dense_index(
+                scores_arr, labels_arr, inverse.astype(np.int64), ids, kind_, score_range
+            )
+        counts, present = counted
+        ids = np.flatnonzero(present).astype(client_arr.dtype)
+        offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts[present], out=offsets[1:])
+        rng_ = _range_of(kind_, score_range)
+        if present.all():  # ids 0..K-1 already: the ids are their own dense index
+            index = client_arr.astype(np.int64, copy=False)
+            return cls(scores_arr, labels_arr, offsets, ids, kind_, rng_, index)
+        # Ids with gaps: the dense index is one lookup per example, done only when
+        # something needs it (the fast path needs only the counts above).
+        table = (np.cumsum(present) - 1).astype(np.int32 if ids.size < 2**31 else np.int64)
+        return cls(
+            scores_arr, labels_arr, offsets, ids, kind_, rng_, None, None, (client_arr, table)
         )
 
     @classmethod
@@ -214,7 +242,7 @@ class Federation:
     def from_dense_index(
         cls,
         scores: NDArray[np.float64],
-        labels: NDArray[np.int64],
+        labels: NDArray[Any],
         client_index: NDArray[np.int64],
         ids: NDArray[Any],
         kind: ScoreKind,
@@ -222,12 +250,10 @@ class Federation:
     ) -> Federation:
         """A federation from validated arrays and dense client indices 0..len(ids)-1.
 
-        Examples are stored grouped by client (one stable sort, if needed). The
-        inputs are trusted: partitioners and builders call this after validating.
+        Examples stay in the given order (no sort, no copy); the grouping by
+        client is computed only when asked for (:attr:`order`). The inputs are
+        trusted: partitioners and builders call this after validating.
         """
-        if client_index.size > 1 and np.any(client_index[1:] < client_index[:-1]):
-            order = np.argsort(client_index, kind="stable")
-            scores, labels, client_index = scores[order], labels[order], client_index[order]
         counts = np.bincount(client_index, minlength=ids.shape[0])
         offsets = np.zeros(ids.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -246,26 +272,70 @@ class Federation:
     def n_classes(self) -> int:
         return 2 if self.kind == "binary" else int(self.scores.shape[1])
 
-    @property
+    @cached_property
     def client_sizes(self) -> NDArray[np.int64]:
-        """Number of examples held by each client."""
-        return np.diff(self.offsets)
+        """Number of examples held by each client (computed once)."""
+        sizes = np.diff(self.offsets)
+        sizes.flags.writeable = False
+        return sizes
 
     @property
     def client_index(self) -> NDArray[np.int64]:
-        """Dense client index (0..n_clients-1) of every stored example."""
+        """Dense client index (0..n_clients-1) of every stored example.
+
+        Computed on first use when the user's ids had gaps (one table lookup per
+        example; int32 when there are fewer than 2^31 clients).
+        """
         if self._client_index is not None:
             return self._client_index
-        idx = np.repeat(np.arange(self.n_clients, dtype=np.int64), self.client_sizes)
-        object.__setattr__(self, "_client_index", idx)  # cache of a pure function of offsets
+        if self._id_lookup is not None:
+            raw, table = self._id_lookup
+            idx = np.take(table, raw)
+        elif self.n_clients == self.n_examples:  # one example per client
+            idx = np.arange(self.n_examples, dtype=np.int64)
+        else:
+            idx = np.repeat(np.arange(self.n_clients, dtype=np.int64), self.client_sizes)
+        object.__setattr__(self, "_client_index", idx)  # cache of a pure function of the ids
         return idx
 
+    @property
+    def one_example_per_client(self) -> bool:
+        """Whether example i is client i (``from_arrays(..., clients=None)``): the index is arange."""
+        return (
+            self._client_index is None
+            and self._id_lookup is None
+            and self.n_clients == self.n_examples
+        )
+
+    @property
+    def order(self) -> NDArray[np.intp] | None:
+        """Rows in client order (stable), or None when the storage is grouped already.
+
+        Computed once, in O(n), on first use (:func:`fedeval.data.grouping.group_order`).
+        """
+        if self._client_index is None and self._id_lookup is None:
+            return None  # built from offsets alone: stored grouped
+        if self._order is None:
+            idx = self.client_index
+            order = None if is_grouped(idx) else group_order(idx, self.n_clients)
+            # cache of a pure function of the client index; an empty array marks "grouped"
+            object.__setattr__(
+                self, "_order", np.empty(0, dtype=np.intp) if order is None else order
+            )
+        cached = self._order
+        assert cached is not None
+        return None if cached.size == 0 else cached
+
     def client(self, i: int) -> ClientView:
-        """The ``i``-th client's examples as views (0 <= i < n_clients)."""
+        """The ``i``-th client's examples (0 <= i < n_clients), in storage order."""
         if not 0 <= i < self.n_clients:
             raise IndexError(f"client index {i} out of range [0, {self.n_clients})")
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-        return ClientView(self.client_ids[i], self.scores[a:b], self.labels[a:b])
+        order = self.order
+        if order is None:
+            return ClientView(self.client_ids[i], self.scores[a:b], self.labels[a:b])
+        rows = order[a:b]
+        return ClientView(self.client_ids[i], self.scores[rows], self.labels[rows])
 
     def clients(self) -> Iterator[ClientView]:
         """Iterate over all clients' views, in storage order."""
@@ -280,7 +350,7 @@ class Federation:
         if idx.min() < 0 or idx.max() >= self.n_clients:
             raise ValueError(f"client indices must lie in [0, {self.n_clients})")
         sizes = self.client_sizes[idx]
-        rows = self.rows_of(idx)
+        rows = self.rows_of(idx)  # grouped by client, in the order of idx
         offsets = np.zeros(idx.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         return Federation(
@@ -293,21 +363,24 @@ class Federation:
         )
 
     def rows_of(self, client_indices: Any) -> NDArray[np.int64]:
-        """Row indices (in storage order) of the given clients' examples."""
+        """Row indices of the given clients' examples, client by client (in the order given)."""
         idx = np.asarray(client_indices, dtype=np.int64)
         sizes = self.client_sizes[idx]
         starts = self.offsets[idx]
-        return np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes) + np.arange(
-            int(sizes.sum())
-        )
+        grouped = np.repeat(
+            starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes
+        ) + np.arange(int(sizes.sum()))
+        order = self.order
+        return grouped if order is None else np.asarray(order[grouped], dtype=np.int64)
 
     def keep_rows(self, keep: NDArray[np.bool_]) -> Federation:
         """The federation with only the rows where ``keep`` is True (same clients, same order).
 
         A client may end up with no examples; it still takes part (and adds
-        its noise share) in a release.
+        its noise share) in a release. O(n): no grouping.
         """
-        new_sizes = np.bincount(self.client_index[keep], minlength=self.n_clients)
+        index = self.client_index[keep]
+        new_sizes = np.bincount(index, minlength=self.n_clients)
         offsets = np.zeros(self.n_clients + 1, dtype=np.int64)
         np.cumsum(new_sizes, out=offsets[1:])
         return Federation(
@@ -317,6 +390,7 @@ class Federation:
             self.client_ids,
             self.kind,
             self.score_range,
+            index,
         )
 
     def __repr__(self) -> str:
@@ -327,25 +401,25 @@ class Federation:
 
 
 # ---------------------------------------------------------------------- helpers
-def _dense_ids(client_arr: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
-    """Sorted unique client ids and each example's index into them.
+def _count_small_ids(
+    client_arr: NDArray[Any],
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]] | None:
+    """Examples per id and which ids occur, for small non-negative integer ids (else None).
 
-    Small non-negative integer ids (the common case: 0..K-1) are mapped with
-    one ``np.bincount`` in O(n); anything else goes through ``np.unique``
-    (a sort). Both give the same result.
+    The common case (ids 0..K-1, possibly with gaps) is counted with one
+    ``np.bincount`` in O(n); other ids (negative, huge, strings) go through
+    ``np.unique`` (a sort) in the caller. Both give sorted ids.
     """
     n = client_arr.shape[0]
-    if (
-        client_arr.dtype.kind in "iu"
-        and n
-        and client_arr.min() >= 0
-        and client_arr.max() < 4 * n + 1024
-    ):
-        present = np.bincount(client_arr) > 0
-        dense = np.cumsum(present) - 1
-        return np.flatnonzero(present).astype(client_arr.dtype), dense[client_arr].astype(np.int64)
-    ids, inverse = np.unique(client_arr, return_inverse=True)
-    return ids, inverse.astype(np.int64)
+    if client_arr.dtype.kind not in "iu" or n == 0:
+        return None
+    if client_arr.max() >= 4 * n + 1024:
+        return None
+    try:  # bincount itself refuses negative ids: no separate min() pass
+        counts = np.bincount(client_arr.astype(np.int64, copy=False))
+    except ValueError:
+        return None
+    return counts, counts > 0
 
 
 def _range_of(kind: ScoreKind, score_range: tuple[float, float]) -> tuple[float, float]:
@@ -357,7 +431,7 @@ def _validate_task(
     labels: Any,
     kind: ScoreKind | Literal["auto"],
     score_range: tuple[float, float],
-) -> tuple[NDArray[np.float64], NDArray[np.int64], ScoreKind]:
+) -> tuple[NDArray[np.float64], NDArray[Any], ScoreKind]:
     s = np.asarray(scores)
     if kind not in ("auto", "binary", "probabilities", "logits"):
         raise ValueError(
@@ -379,8 +453,7 @@ def _validate_task(
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise ValueError(f"score_range must be finite with low < high, got {score_range!r}")
         s64 = check_scores(s, score_range=(float(lo), float(hi)))
-        y = check_binary_labels(y_raw).astype(np.int64)
-        return s64, y, "binary"
+        return s64, check_binary_labels(y_raw), "binary"
     # multiclass
     if s.ndim != 2 or s.shape[1] < 2:
         raise ValueError(f"multiclass scores must have shape (n, c) with c >= 2, got {s.shape}")

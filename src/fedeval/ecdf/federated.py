@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from fedeval.aggregation import Path, release
-from fedeval.data import Federation
+from fedeval.data import Federation, Scan
 from fedeval.ecdf.grid import check_grid
 from fedeval.ecdf.release import PrivateECDF, ecdf_model, public_total
 from fedeval.privacy.guarantee import Neighbouring
@@ -103,7 +103,7 @@ class FederatedECDF:
 
 
 def federated_ecdf(
-    fed: Federation,
+    fed: Federation | Scan,
     grid: ArrayLike,
     privacy: PrivacyModel | None = None,
     *,
@@ -117,8 +117,9 @@ def federated_ecdf(
 
     Parameters
     ----------
-    fed : Federation
-        Binary-task federation; the ECDF is of ``fed.scores``.
+    fed : Federation or Scan
+        Binary-task federation, in memory or streamed (:func:`fedeval.scan`);
+        the ECDF is of its scores.
     grid : array_like, shape (N,)
         Public strictly increasing grid, N ≥ 2.
     privacy : privacy model, optional
@@ -155,7 +156,7 @@ def federated_ecdf(
     .. [1] Barczewski, Mawass & Ramon (2025), §4.1, eq. (4), Theorem 1.
     """
     g = check_grid(grid)
-    if fed.scores.ndim != 1:
+    if fed.kind != "binary":
         raise ValueError("federated_ecdf needs one score per example (a binary-task federation)")
     model = ecdf_model(privacy, epsilon, neighbouring)
     total = public_total(model, fed.n_examples)

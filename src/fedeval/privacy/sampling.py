@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from fedeval.data.grouping import group_order
+
 __all__ = [
     "additive_shares",
     "assign_groups",
@@ -28,6 +30,8 @@ __all__ = [
     "public_uniform",
     "reconstruct_shares",
     "sample_clients",
+    "seeded_contribution_mask",
+    "spawn_seeds",
     "uniform_seed",
 ]
 
@@ -60,10 +64,10 @@ def contribution_mask(
 
     Parameters
     ----------
-    client_index : ndarray of int64, shape (n,)
-        Client of every example, grouped (client 0's examples first).
+    client_index : ndarray of int, shape (n,)
+        Dense client of every example, in any order.
     offsets : ndarray of int64, shape (n_clients + 1,)
-        Client ``i`` holds rows ``offsets[i]:offsets[i + 1]``.
+        Cumulative client sizes: client ``i`` holds ``offsets[i + 1] - offsets[i]`` examples.
     bound : int
         The contribution bound B >= 1.
 
@@ -71,16 +75,41 @@ def contribution_mask(
     -------
     ndarray of bool, shape (n,)
         True for the examples kept; a client at or below the bound keeps all.
+
+    Notes
+    -----
+    Linear time: only the rows of clients above the bound are touched; they
+    are put in a uniformly random order (one permutation) and grouped by
+    client with a stable radix sort, so the first B rows of every client's
+    group are a uniform B-subset of its examples.
     """
     n = client_index.shape[0]
     sizes = np.diff(offsets)
-    # Rank examples within their client by a random key; keep ranks < bound.
-    key = np.asarray(rng.random(n), dtype=np.float64)
-    order = np.lexsort((key, client_index))
-    rank = np.arange(n) - np.repeat(offsets[:-1], sizes)
-    keep = np.empty(n, dtype=bool)
-    keep[order] = rank < bound
+    keep = np.ones(n, dtype=bool)
+    over = sizes > bound
+    if not over.any():
+        return keep
+    rows = np.flatnonzero(over[client_index])
+    rows = rows[rng.permutation(rows.size)]
+    grouped = rows[group_order(client_index[rows], sizes.shape[0])]
+    owner = client_index[grouped]
+    over_sizes = np.where(over, sizes, 0)
+    start = np.cumsum(over_sizes) - over_sizes  # where each client's group begins in `grouped`
+    rank = np.arange(grouped.size) - start[owner]
+    keep[grouped[rank >= bound]] = False
     return keep
+
+
+def seeded_contribution_mask(
+    client_index: NDArray[np.int64], offsets: NDArray[np.int64], seed: int, *, bound: int
+) -> NDArray[np.bool_]:
+    """:func:`contribution_mask` with a generator seeded by ``seed`` (one per data partition)."""
+    return contribution_mask(client_index, offsets, bound, np.random.default_rng(seed))
+
+
+def spawn_seeds(rng: np.random.Generator, n: int) -> list[int]:
+    """``n`` independent seeds from ``rng`` (one per worker task of a distributed engine)."""
+    return [uniform_seed(child) for child in rng.spawn(n)]
 
 
 def client_streams(rng: np.random.Generator, n_clients: int) -> list[np.random.Generator]:

@@ -20,6 +20,7 @@ scikit-learn's right-closed bins; they bin raw predictions, not sketches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from numpy.typing import NDArray
 
 from fedeval.validation import check_int_at_least
 
-__all__ = ["UniformGrid", "bin_of_edges", "count_bins"]
+__all__ = ["UniformGrid", "bin_keys", "bin_of_edges", "chunked_bincount", "count_bins"]
 
 _CHUNK = 1 << 17
 
@@ -142,37 +143,62 @@ def count_bins(
     -------
     ndarray of int64, shape (n_groups, n_classes, n_bins)
     """
-    n = scores.shape[0]
     stride = grid.n_bins
     size = n_groups * n_classes * stride
+
+    def keys(start: int, stop: int, key: NDArray[np.int64], lab: NDArray[np.int64]) -> None:
+        bin_keys(grid, scores[start:stop], out=key)
+        np.multiply(labels[start:stop], np.int64(stride), out=lab, casting="unsafe")
+        key += lab
+        if group is not None:
+            np.multiply(group[start:stop], np.int64(stride * n_classes), out=lab, casting="unsafe")
+            key += lab
+
+    return chunked_bincount(scores.shape[0], size, keys).reshape(n_groups, n_classes, stride)
+
+
+def bin_keys(grid: UniformGrid, scores: NDArray[np.float64], *, out: NDArray[np.int64]) -> None:
+    """Bin index of every score into ``out`` (same convention as :meth:`UniformGrid.bin_index`)."""
+    if grid._multiplication_is_exact:
+        # lo = 0 and a power-of-two scale: s·scale is exact; clamping at
+        # n_bins − ½ before truncation sends only s = hi to the last bin.
+        scale = grid.n_bins / (grid.score_range[1] - grid.score_range[0])
+        f = np.multiply(scores, scale)
+        np.minimum(f, grid.n_bins - 0.5, out=f)
+        np.copyto(out, f, casting="unsafe")
+    else:
+        out[:] = grid.bin_index(scores)
+
+
+def chunked_bincount(
+    n: int,
+    size: int,
+    keys: Callable[[int, int, NDArray[np.int64], NDArray[np.int64]], None],
+) -> NDArray[np.int64]:
+    """Σ of ``np.bincount`` over chunks of n examples, in O(n + size).
+
+    ``keys(start, stop, key, scratch)`` writes the keys of examples
+    ``start:stop`` into ``key`` (``scratch`` is a free buffer of the same
+    length). Chunks are cache-sized (allocating several n-sized temporaries
+    costs more than the bincount itself) but never shorter than ``size``, so
+    the per-chunk cost of a full-length bincount stays linear in n: a tree of
+    2^22 leaves costs O(n + 2^22), not O(n · 2^22 / chunk).
+    """
+    chunk = max(_CHUNK, size)
+    if n <= 2 * chunk:
+        # One bincount (buffers of at most twice the vector): no zeroed
+        # accumulator, no per-chunk full-length arrays to add up.
+        key, tmp = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        keys(0, n, key, tmp)
+        return np.bincount(key, minlength=size).astype(np.int64, copy=False)
     counts = np.zeros(size, dtype=np.int64)
-    # Work in cache-sized chunks with reused buffers: allocating several
-    # n-sized temporaries costs more than the bincount itself.
-    chunk = min(_CHUNK, max(n, 1))
-    exact = grid._multiplication_is_exact
-    scale = stride / (grid.score_range[1] - grid.score_range[0])
-    fbuf = np.empty(chunk, dtype=np.float64)
     kbuf = np.empty(chunk, dtype=np.int64)
     lbuf = np.empty(chunk, dtype=np.int64)
     for start in range(0, n, chunk):
         m = min(chunk, n - start)
-        key, lab = kbuf[:m], lbuf[:m]
-        if exact:
-            # lo = 0 and a power-of-two scale: s·scale is exact; clamping at
-            # n_bins − ½ before truncation sends only s = hi to the last bin.
-            f = fbuf[:m]
-            np.multiply(scores[start : start + m], scale, out=f)
-            np.minimum(f, stride - 0.5, out=f)
-            np.copyto(key, f, casting="unsafe")
-        else:
-            key[:] = grid.bin_index(scores[start : start + m])
-        np.multiply(labels[start : start + m], stride, out=lab, casting="unsafe")
-        key += lab
-        if group is not None:
-            np.multiply(group[start : start + m], stride * n_classes, out=lab, casting="unsafe")
-            key += lab
-        counts += np.bincount(key, minlength=size)
-    return counts.reshape(n_groups, n_classes, stride)
+        keys(start, start + m, kbuf[:m], lbuf[:m])
+        counts += np.bincount(kbuf[:m], minlength=size)
+    return counts
 
 
 def bin_of_edges(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.intp]:

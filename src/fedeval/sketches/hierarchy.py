@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 from fedeval.sketches.base import Sketch
-from fedeval.sketches.grid import UniformGrid, count_bins
+from fedeval.sketches.grid import UniformGrid, bin_keys, chunked_bincount, count_bins
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.sketches.tree import Tree
 from fedeval.validation import check_int_at_least
@@ -115,9 +115,30 @@ class HierarchySpec:
         return self.n_classes * self.nodes_per_class
 
     def levels_from_leaves(self, leaves: NDArray[Any]) -> list[NDArray[Any]]:
-        """Exact level counts, shape (C, b^k) for k = 1..h, from leaf counts (C, b^h)."""
-        tree = self.tree
-        return [tree.level_sums(leaves, k) for k in range(1, self.height + 1)]
+        """Exact level counts, shape (C, b^k) for k = 1..h, from leaf counts (C, b^h).
+
+        Bottom-up (each level sums the b children of the level below), so the
+        cost is O(b^h), not O(h · b^h).
+        """
+        b = self.branching
+        out = [np.asarray(leaves)]
+        for _ in range(self.height - 1):
+            below = out[-1]
+            out.append(below.reshape(*below.shape[:-1], -1, b).sum(axis=-1))
+        return out[::-1]
+
+    def _flatten_from_leaves(self, leaves: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``flatten(levels_from_leaves(leaves))`` written level by level into one vector."""
+        c, b = self.n_classes, self.branching
+        out = np.empty(self.vector_length, dtype=np.int64)
+        stop = out.size
+        start = stop - leaves.size
+        out[start:stop] = leaves.ravel()
+        for k in range(self.height - 1, 0, -1):
+            below = out[start:stop].reshape(c, -1, b)
+            stop, start = start, start - c * self.level_size(k)
+            np.sum(below, axis=-1, out=out[start:stop].reshape(c, -1))
+        return out
 
     def flatten(self, levels: list[NDArray[Any]]) -> NDArray[Any]:
         """Levels → one vector, level-major, then class, then node."""
@@ -145,13 +166,42 @@ class HierarchySpec:
         """
         if level_of_example is None:
             leaves = count_bins(self.grid, scores, labels, self.n_classes)[0]
-            return self.flatten(self.levels_from_leaves(leaves))
-        per_group = count_bins(
-            self.grid, scores, labels, self.n_classes, group=level_of_example, n_groups=self.height
-        )
-        tree = self.tree
-        levels = [tree.level_sums(per_group[k - 1], k) for k in range(1, self.height + 1)]
-        return self.flatten(levels)
+            return self._flatten_from_leaves(leaves)
+        return self._encode_assigned_levels(scores, labels, level_of_example)
+
+    def _encode_assigned_levels(
+        self,
+        scores: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        level_of_example: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        """One bincount over the combined (level, class, node) key: O(n + vector length).
+
+        The key of an example at level k (0-based g = k − 1) is
+        ``start[g] + label · b^k + leaf // b^(h − k)``, its coordinate in the
+        flattened level-major vector.
+        """
+        h, b, c = self.height, self.branching, self.n_classes
+        sizes = np.array([self.level_size(k) for k in range(1, h + 1)], dtype=np.int64)
+        start = np.concatenate(([0], np.cumsum(c * sizes)[:-1])).astype(np.int64)
+        divisor = np.array([b ** (h - k) for k in range(1, h + 1)], dtype=np.int64)
+        # b a power of two: the ancestor is a shift (cheaper than an integer division)
+        power_of_two = b & (b - 1) == 0
+        shift = np.array([(b.bit_length() - 1) * (h - k) for k in range(1, h + 1)], np.int64)
+        grid = self.grid
+
+        def keys(lo: int, hi: int, key: NDArray[np.int64], tmp: NDArray[np.int64]) -> None:
+            bin_keys(grid, scores[lo:hi], out=key)
+            g = level_of_example[lo:hi]
+            if power_of_two:
+                np.right_shift(key, shift[g], out=key)
+            else:
+                np.floor_divide(key, divisor[g], out=key)
+            np.multiply(labels[lo:hi], sizes[g], out=tmp, casting="unsafe")
+            key += tmp
+            key += start[g]
+
+        return chunked_bincount(scores.shape[0], self.vector_length, keys)
 
 
 @dataclass(frozen=True)

@@ -149,10 +149,9 @@ class ScalerUpdateSketch(Sketch):
     def encode_clients(self, fed: Federation, clients: NDArray[np.intp] | None = None) -> Any:
         ids = np.arange(fed.n_clients) if clients is None else clients
         total: NDArray[Any] = np.zeros(self.length, dtype=np.int64 if self.integer else np.float64)
-        offsets = fed.offsets
         for k in ids:
-            a, b = int(offsets[k]), int(offsets[k + 1])
-            total += self.encode(fed.scores[a:b], fed.labels[a:b], np.full(b - a, int(k)))
+            view = fed.client(int(k))
+            total += self.encode(view.scores, view.labels, np.full(view.n_examples, int(k)))
         return total
 
     def decode(self, release: Release) -> NDArray[np.float64]:

@@ -1,0 +1,402 @@
+"""Benchmark: from arrays and files to metrics at the speed of one pass (issue 15).
+
+Every case runs in a fresh subprocess and is printed next to its baseline,
+measured in the same process on the same n: time (best of ``--repeats``) and
+peak RSS (the kernel's high-water mark ``VmHWM``, reset through
+``/proc/self/clear_refs`` before each measurement, so each peak is that step's
+own, inputs included).
+
+Baselines: one ``np.bincount`` pass over precomputed (class, leaf) indices of
+the same n (and "score→leaf→bincount": computing those indices too), or the
+pyarrow read the case replaces.
+
+Cases and targets (printed with PASS/FAIL, not asserted):
+
+* (a) arrays → ``Federation.from_arrays`` → ``evaluate(DistributedDP(1))`` with
+  AUC, ROC and PR curves and 10 thresholds, n = 10M and 30M, n/10 clients:
+  time ≤ 5× the bincount pass;
+* (b) the same from a 10M-row Parquet file through ``fe.scan``: time ≤ 2×
+  ``pyarrow.parquet.read_table`` of the two columns;
+* (c) a 200M-row Parquet dataset (written first, deleted afterwards) through
+  ``fe.scan``: peak RSS ≤ 1.5 GB and time ≤ 2× a pyarrow batch scan that bins
+  and counts every batch;
+* (d) local DP ε = 5 at 30M (one example per client): time ≤ 5× the bincount pass;
+* (e) the hierarchy release at height 22 (10M examples, SA and DistDP): time ≤ 3×
+  the bincount pass over its 2·2^22 (class, leaf) indices.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_scale.py`` (all cases) or
+``--cases a,e --scale 0.1`` (sizes × 0.1, for a quick look). ``--dir`` is where
+the Parquet files are written (default: a temporary directory under /tmp); the
+200M-row dataset needs about 2 GB of free disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TARGETS = {"a": 5.0, "b": 2.0, "c": 2.0, "d": 5.0, "e": 3.0}
+RSS_TARGET_C_MB = 1536.0
+SEED = 0
+
+
+# --------------------------------------------------------------- measurement
+def _reset_peak() -> None:
+    # not Linux, or not allowed: the peaks then include earlier steps
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def measure(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """Best wall time over ``repeats`` runs, and the peak RSS (MB) over them."""
+    best = float("inf")
+    _reset_peak()
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, _peak_mb()
+
+
+# --------------------------------------------------------------------- data
+def make_arrays(n: int, seed: int = SEED) -> tuple[Any, Any]:
+    """Scores (float64) and int8 labels: Beta(2, 5) negatives, Beta(5, 2) positives (30%)."""
+    gen = np.random.default_rng(seed)
+    labels = (gen.random(n) < 0.3).astype(np.int8)
+    scores = np.where(labels == 1, gen.beta(5.0, 2.0, n), gen.beta(2.0, 5.0, n))
+    return scores, labels
+
+
+def leaf_keys(scores: Any, labels: Any, height: int) -> Any:
+    """(class, leaf) index of every example in a binary tree of ``height`` over [0, 1]."""
+    leaves = 1 << height
+    leaf = np.minimum((scores * leaves).astype(np.int64), leaves - 1)
+    return leaf + labels.astype(np.int64) * leaves
+
+
+def bincount_baseline(scores: Any, labels: Any, height: int, repeats: int) -> dict[str, float]:
+    keys = [leaf_keys(scores, labels, height)]
+    size = 2 << height
+    t_bc, rss_bc = measure(lambda: np.bincount(keys[0], minlength=size), repeats)
+    keys.clear()
+    t_full, _ = measure(
+        lambda: np.bincount(leaf_keys(scores, labels, height), minlength=size), repeats
+    )
+    return {"bincount_s": t_bc, "bincount_rss_mb": rss_bc, "score_leaf_bincount_s": t_full}
+
+
+def all_metrics(ev: Any) -> None:
+    """AUC, ROC and PR curves, and 10 thresholds (what case (a) asks of one evaluation)."""
+    _ = ev.roc_auc
+    ev.roc_curve()
+    ev.precision_recall_curve()
+    for t in np.linspace(0.05, 0.95, 10):
+        ev.at_threshold(float(t))
+
+
+def write_parquet(path: Path, n: int, *, files: int = 1, row_group: int = 1 << 20) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.mkdir(parents=True, exist_ok=True)
+    per_file = -(-n // files)
+    chunk = 10_000_000
+    written = 0
+    for f in range(files):
+        rows = min(per_file, n - written)
+        with pq.ParquetWriter(
+            path / f"part-{f:04d}.parquet",
+            pa.schema([("score", pa.float64()), ("label", pa.int8())]),
+            compression="snappy",
+        ) as w:
+            done = 0
+            while done < rows:
+                m = min(chunk, rows - done)
+                s, y = make_arrays(m, seed=written + done)
+                w.write_table(pa.table({"score": s, "label": y}), row_group_size=row_group)
+                done += m
+        written += rows
+
+
+# -------------------------------------------------------------------- cases
+def case_a(n: int, repeats: int) -> dict[str, Any]:
+    import fedeval as fe
+
+    scores, labels = make_arrays(n)
+    clients = np.random.default_rng(SEED + 1).integers(0, n // 10, n)
+    heights: list[int] = []
+
+    def run() -> None:
+        fed = fe.Federation.from_arrays(scores, labels, clients)
+        ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
+        all_metrics(ev)
+        heights.append(int(ev.parameters["height"]))
+
+    t, rss = measure(run, repeats)
+    base = bincount_baseline(scores, labels, heights[-1], repeats)
+    return {
+        "case_s": t,
+        "case_rss_mb": rss,
+        "height": heights[-1],
+        **base,
+        **encode_threads(scores, labels, heights[-1], repeats),
+    }
+
+
+def encode_threads(scores: Any, labels: Any, height: int, repeats: int) -> dict[str, float]:
+    """Threads where they pay? The leaf encoding in one thread and in a pool of 2 (8 chunks)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fedeval.sketches.grid import UniformGrid, count_bins
+
+    grid = UniformGrid(1 << height)
+    n = scores.shape[0]
+    cuts = np.linspace(0, n, 9).astype(int)
+    with ThreadPoolExecutor(2) as pool:
+
+        def threaded() -> Any:
+            def part(i: int) -> Any:
+                sl = slice(cuts[i], cuts[i + 1])
+                return count_bins(grid, scores[sl], labels[sl], 2)
+
+            return sum(pool.map(part, range(8)))
+
+        t_one, _ = measure(lambda: count_bins(grid, scores, labels, 2), repeats)
+        t_two, _ = measure(threaded, repeats)
+    return {"encode_1_thread_s": t_one, "encode_2_threads_s": t_two}
+
+
+def case_b(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    import fedeval as fe
+
+    path = workdir / "b"
+    write_parquet(path, n)
+    file = path / "part-0000.parquet"
+    t_read, rss_read = measure(lambda: pq.read_table(file, columns=["score", "label"]), repeats)
+
+    def run() -> None:
+        all_metrics(fe.evaluate(fe.scan(file), fe.DistributedDP(1.0), rng=0))
+
+    # Threads where they pay: the scan with its reader thread (the default) and
+    # without it, interleaved so both see the same machine load.
+    scan_module = sys.modules["fedeval.data.scan"]
+    depth = scan_module.PREFETCH_DEPTH
+    t, rss, t_seq = float("inf"), 0.0, float("inf")
+    for _ in range(max(repeats, 3)):
+        scan_module.PREFETCH_DEPTH = depth
+        t_i, rss_i = measure(run, 1)
+        scan_module.PREFETCH_DEPTH = 0
+        t_j, _ = measure(run, 1)
+        t, rss, t_seq = min(t, t_i), max(rss, rss_i), min(t_seq, t_j)
+    scan_module.PREFETCH_DEPTH = depth
+    shutil.rmtree(path)
+    return {
+        "case_s": t,
+        "case_rss_mb": rss,
+        "read_table_s": t_read,
+        "read_table_rss_mb": rss_read,
+        "no_reader_thread_s": t_seq,
+    }
+
+
+def case_c(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
+    import pyarrow.dataset as pads
+
+    import fedeval as fe
+
+    path = workdir / "c"
+    t0 = time.perf_counter()
+    write_parquet(path, n, files=max(1, n // 10_000_000))
+    t_write = time.perf_counter() - t0
+    heights: list[int] = []
+
+    def run() -> None:
+        ev = fe.evaluate(fe.scan(path, progress=False), fe.DistributedDP(1.0), rng=0)
+        all_metrics(ev)
+        heights.append(int(ev.parameters["height"]))
+
+    try:
+        t, rss = measure(run, repeats)
+        h = heights[-1]
+
+        def pyarrow_scan() -> None:
+            counts = np.zeros(2 << h, dtype=np.int64)
+            for rb in pads.dataset(path).to_batches(columns=["score", "label"]):
+                s = rb.column(0).to_numpy()
+                y = rb.column(1).to_numpy()
+                counts += np.bincount(leaf_keys(s, y, h), minlength=2 << h)
+
+        t_scan, rss_scan = measure(pyarrow_scan, repeats)
+    finally:
+        shutil.rmtree(path)
+    return {
+        "case_s": t,
+        "case_rss_mb": rss,
+        "height": h,
+        "pyarrow_scan_s": t_scan,
+        "pyarrow_scan_rss_mb": rss_scan,
+        "write_s": t_write,
+    }
+
+
+def case_d(n: int, repeats: int) -> dict[str, Any]:
+    import fedeval as fe
+
+    scores, labels = make_arrays(n)
+    heights: list[int] = []
+
+    def run() -> None:
+        fed = fe.Federation.from_arrays(scores, labels)
+        ev = fe.evaluate(fed, fe.LocalDP(5.0), rng=0)
+        all_metrics(ev)
+        heights.append(int(ev.parameters["height"]))
+
+    t, rss = measure(run, repeats)
+    base = bincount_baseline(scores, labels, heights[-1], repeats)
+    return {"case_s": t, "case_rss_mb": rss, "height": heights[-1], **base}
+
+
+def case_e(n: int, repeats: int) -> dict[str, Any]:
+    import fedeval as fe
+    from fedeval.aggregation import release
+    from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+
+    scores, labels = make_arrays(n)
+    fed = fe.Federation.from_arrays(scores, labels)
+    sketch = HierarchySketch(HierarchySpec(22))
+    t_sa, rss_sa = measure(lambda: release(fed, sketch, fe.SecureAggregation()), repeats)
+    t_dp, rss_dp = measure(lambda: release(fed, sketch, fe.DistributedDP(1.0), rng=0), repeats)
+    base = bincount_baseline(scores, labels, 22, repeats)
+    return {
+        "case_s": t_sa,
+        "case_rss_mb": rss_sa,
+        "distdp_s": t_dp,
+        "distdp_rss_mb": rss_dp,
+        "height": 22,
+        **base,
+    }
+
+
+def run_case(name: str, scale: float, repeats: int, workdir: Path) -> list[dict[str, Any]]:
+    m = 1_000_000
+    if name == "a":
+        return [
+            {"case": f"a n={int(k * scale)}", **case_a(int(k * scale), repeats)}
+            for k in (10 * m, 30 * m)
+        ]
+    if name == "b":
+        return [
+            {"case": f"b n={int(10 * m * scale)}", **case_b(int(10 * m * scale), repeats, workdir)}
+        ]
+    if name == "c":
+        n = int(200 * m * scale)
+        return [{"case": f"c n={n}", **case_c(n, 1, workdir)}]
+    if name == "d":
+        return [{"case": f"d n={int(30 * m * scale)}", **case_d(int(30 * m * scale), repeats)}]
+    if name == "e":
+        return [{"case": f"e n={int(10 * m * scale)}", **case_e(int(10 * m * scale), repeats)}]
+    raise ValueError(f"unknown case {name!r}")
+
+
+# ------------------------------------------------------------------- driver
+def report(row: dict[str, Any]) -> str:
+    name = row["case"][0]
+    if name in "ade":
+        base, what = row["bincount_s"], "bincount"
+    elif name == "b":
+        base, what = row["read_table_s"], "read_table(2 cols)"
+    else:
+        base, what = row["pyarrow_scan_s"], "pyarrow scan+bincount"
+    ratio = row["case_s"] / base
+    ok = "PASS" if ratio <= TARGETS[name] else "FAIL"
+    lines = [
+        f"({row['case']}) {row['case_s']:.3f} s, peak RSS {row['case_rss_mb']:.0f} MB | "
+        f"{what} {base:.3f} s → {ratio:.2f}× (target ≤ {TARGETS[name]:g}×) {ok}"
+    ]
+    extra = {k: v for k, v in row.items() if k not in {"case", "case_s", "case_rss_mb"}}
+    lines.append(
+        "      "
+        + ", ".join(
+            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in extra.items()
+        )
+    )
+    if name == "c":
+        ok_rss = "PASS" if row["case_rss_mb"] <= RSS_TARGET_C_MB else "FAIL"
+        lines.append(f"      peak RSS target ≤ {RSS_TARGET_C_MB:.0f} MB: {ok_rss}")
+    if name == "e":
+        lines.append(f"      DistDP at h=22: {row['distdp_s'] / base:.2f}× the bincount")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", default="a,b,c,d,e")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every n by this")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--dir", default=None, help="where Parquet files are written")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        workdir = Path(args.dir)
+        print(json.dumps(run_case(args.child, args.scale, args.repeats, workdir)))
+        return
+    base_dir = Path(args.dir) if args.dir else Path(tempfile.gettempdir())
+    workdir = Path(tempfile.mkdtemp(prefix="fedeval-bench-scale-", dir=base_dir))
+    free_gb = shutil.disk_usage(workdir).free / 1e9
+    print(
+        f"numpy {np.__version__}, {os.cpu_count()} CPUs, scale {args.scale:g}, "
+        f"repeats {args.repeats}, {free_gb:.0f} GB free at {workdir}"
+    )
+    try:
+        for name in args.cases.split(","):
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    name,
+                    "--scale",
+                    str(args.scale),
+                    "--repeats",
+                    str(args.repeats),
+                    "--dir",
+                    str(workdir),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if out.returncode != 0:
+                print(f"({name}) failed:\n{out.stderr[-3000:]}")
+                continue
+            for row in json.loads(out.stdout.strip().splitlines()[-1]):
+                print(report(row), flush=True)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

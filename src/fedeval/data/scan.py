@@ -1,0 +1,706 @@
+"""Streamed and distributed sources: ``fe.scan``.
+
+:func:`scan` returns a lazy :class:`Scan`: nothing is read until a release
+needs it. A linear sketch is then encoded **batch by batch** (Parquet row
+groups, CSV blocks, Dask partitions) and the encodings are summed, so memory is
+bounded by one batch plus the sketch, whatever the number of rows. Each batch
+is validated as it arrives (NaN/inf, scores outside the domain, labels not
+0/1), and an error names the file (or partition) and the row.
+
+Two engines run the same encoder:
+
+* ``"arrow"`` (local): a path, a glob, a directory of Parquet or CSV files, a
+  list of files, or a :class:`pyarrow.dataset.Dataset`, read with pyarrow;
+* ``"dask"``: a ``dask.dataframe.DataFrame`` (or a path when a
+  ``dask.distributed`` client is active). Every partition is encoded on a
+  worker and only the small vectors travel; the driver sums them, and the
+  release function draws the noise once, on the driver. A client-level
+  contribution bound is applied after Dask's shuffle on the client column
+  (:meth:`Scan.bounded`), so a client whose rows span several partitions is
+  bounded as a whole.
+
+What cannot stream (the faithful path, which runs every client's own encoder;
+randomized response on labels; a binding contribution bound on the local
+engine) reads the data into a :class:`~fedeval.data.federation.Federation`
+(:meth:`Scan.to_federation`), with the same per-batch validation.
+
+Client indices
+--------------
+With ``client=None`` every row is its own client, and its index is its row
+number. With a client column, one pass over that column (only) finds the
+sorted distinct ids and their sizes; a row's dense index is the position of its
+id among them (:meth:`Scan.client_ids`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as globlib
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+from numpy.typing import NDArray
+
+from fedeval.data.federation import Federation
+
+__all__ = ["Batch", "Scan", "scan"]
+
+Engine = Literal["arrow", "dask"]
+Encoder = Callable[[NDArray[np.float64], NDArray[np.int8], NDArray[np.int64]], NDArray[Any]]
+
+_DEFAULT_BATCH = 1 << 20
+_PROGRESS_DELAY_S = 2.0
+_PROGRESS_MININTERVAL_S = 0.5
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One validated batch: scores, 0/1 labels, dense client index, and where it came from."""
+
+    scores: NDArray[np.float64]
+    labels: NDArray[np.int8]
+    clients: NDArray[np.int64]
+    where: str
+    first_row: int
+
+
+@dataclass(frozen=True, eq=False)
+class Scan:
+    """A lazy binary-task source (see the module docstring). Build it with :func:`scan`.
+
+    Attributes
+    ----------
+    source : pyarrow.dataset.Dataset or dask.dataframe.DataFrame
+    score, label, client : str
+        Column names (``client=None``: one row per client).
+    score_range : (float, float)
+        The public, closed score domain.
+    engine : {"arrow", "dask"}
+    batch_size : int
+        Rows per batch on the arrow engine.
+    progress : bool
+        Show a progress bar (rows, MB/s) when a pass lasts longer than 2 s.
+    """
+
+    source: Any
+    score: str
+    label: str
+    client: str | None
+    score_range: tuple[float, float]
+    engine: Engine
+    batch_size: int = _DEFAULT_BATCH
+    progress: bool = True
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    kind = "binary"
+
+    # ----------------------------------------------------------------- sizes
+    @property
+    def n_examples(self) -> int:
+        """Number of rows (Parquet: from the file metadata, without reading the data)."""
+        if "n_examples" not in self._cache:
+            if self.engine == "dask":
+                self._cache["n_examples"] = int(self.source.shape[0].compute())
+            else:
+                self._cache["n_examples"] = int(self.source.count_rows())
+        return int(self._cache["n_examples"])
+
+    @property
+    def n_clients(self) -> int:
+        """Number of clients (rows, or distinct ids of the client column)."""
+        if self.client is None:
+            return self.n_examples
+        return int(self.client_ids().shape[0])
+
+    def client_ids(self) -> NDArray[Any]:
+        """Sorted distinct client ids (one pass over the client column, cached)."""
+        self._client_pass()
+        ids: NDArray[Any] = self._cache["ids"]
+        return ids
+
+    @property
+    def client_sizes(self) -> NDArray[np.int64]:
+        """Rows per client, in the order of :meth:`client_ids`."""
+        if self.client is None:
+            return np.ones(self.n_examples, dtype=np.int64)
+        self._client_pass()
+        sizes: NDArray[np.int64] = self._cache["sizes"]
+        return sizes
+
+    def _client_pass(self) -> None:
+        if "ids" in self._cache:
+            return
+        if self.client is None:
+            raise ValueError("this scan has no client column: every row is its own client")
+        if self.engine == "dask":
+            counts = self.source[self.client].value_counts().compute()
+            order = np.argsort(counts.index.to_numpy(), kind="stable")
+            self._cache["ids"] = counts.index.to_numpy()[order]
+            self._cache["sizes"] = counts.to_numpy().astype(np.int64)[order]
+            return
+        tally = _IdTally()
+        for values, where, first in self._column_batches([self.client]):
+            tally.add(_client_values(values[0], where, first, self.client))
+        self._cache["ids"], self._cache["sizes"] = tally.result()
+
+    def n_positives(self) -> int:
+        """Exact number of positive labels (one pass over the label column).
+
+        Only for releases without noise (secure aggregation), where the exact
+        class counts are what the release shows anyway.
+        """
+        if self.engine == "dask":
+            return int(self.source[self.label].astype("int64").sum().compute())
+        total = 0
+        for values, where, first in self._column_batches([self.label]):
+            total += int(_check_labels(values[0], where, first).sum(dtype=np.int64))
+        return total
+
+    # ------------------------------------------------------------- batches
+    def _fragments(self) -> list[tuple[Any, str]]:
+        frags = list(self.source.get_fragments())
+        return [(f, str(getattr(f, "path", "") or f"fragment {i}")) for i, f in enumerate(frags)]
+
+    def _column_batches(
+        self, columns: Sequence[str]
+    ) -> Iterator[tuple[list[NDArray[Any]], str, int]]:
+        """Arrow engine: numpy columns of every batch, with the file and first row."""
+        total = None
+        if self.progress:
+            try:
+                total = self.n_examples
+            except (pa.ArrowException, OSError):
+                total = None
+        with _Progress(self.progress, total) as bar:
+            for cols, where, first, nbytes in _prefetched(self._read(columns), PREFETCH_DEPTH):
+                yield cols, where, first
+                bar.update(cols[0].shape[0], nbytes)
+
+    def _read(self, columns: Sequence[str]) -> Iterator[tuple[list[NDArray[Any]], str, int, int]]:
+        for frag, where in self._fragments():
+            first = 0
+            batches = frag.to_batches(columns=list(columns), batch_size=self.batch_size)
+            while True:
+                try:
+                    rb = next(batches)
+                except StopIteration:
+                    break
+                except (pa.ArrowException, OSError) as exc:
+                    raise ValueError(
+                        f"{where} could not be read after row {first}: {exc}"
+                    ) from None
+                if rb.num_rows == 0:
+                    continue
+                cols = [_to_numpy(rb.column(i)) for i in range(rb.num_columns)]
+                yield cols, where, first, rb.nbytes
+                first += rb.num_rows
+
+    def batches(self) -> Iterator[Batch]:
+        """Validated batches of the arrow engine (scores, labels, dense client index)."""
+        if self.engine != "arrow":
+            raise ValueError("batches() streams the arrow engine; Dask partitions run on workers")
+        cols = [self.score, self.label] + ([self.client] if self.client is not None else [])
+        ids = None if self.client is None else self.client_ids()
+        offset = 0
+        for values, where, first in self._column_batches(cols):
+            s = _check_scores(values[0], self.score_range, where, first)
+            y = _check_labels(values[1], where, first)
+            if ids is None or self.client is None:
+                c = np.arange(offset, offset + s.shape[0], dtype=np.int64)
+            else:
+                c = _dense_index(ids, _client_values(values[2], where, first, self.client))
+            offset += s.shape[0]
+            yield Batch(s, y, c, where, first)
+
+    # -------------------------------------------------------------- encode
+    def encode(self, encoder: Encoder, *, length: int, integer: bool = True) -> NDArray[Any]:
+        """Σ over batches (or partitions) of ``encoder(scores, labels, client_index)``.
+
+        Exact for a linear encoder: the sum of the batches' encodings is the
+        encoding of all rows. On the Dask engine each partition is encoded on a
+        worker and only its vector is sent back.
+        """
+        dtype = np.int64 if integer else np.float64
+        if self.engine == "dask":
+            return _dask_encode(self, encoder, length, dtype)
+        total = np.zeros(length, dtype=dtype)
+        for b in self.batches():
+            total += np.asarray(encoder(b.scores, b.labels, b.clients), dtype=dtype)
+        return total
+
+    def to_federation(self) -> Federation:
+        """Read every row into memory (validated batch by batch), as a Federation."""
+        if self.engine == "dask":
+            cols = [self.score, self.label] + ([self.client] if self.client is not None else [])
+            df = self.source[cols].compute()
+            return Federation.from_frame(
+                df,
+                score=self.score,
+                label=self.label,
+                client=self.client,
+                score_range=self.score_range,
+            )
+        parts = list(self.batches())
+        if not parts:
+            raise ValueError("the scanned source has no rows")
+        scores = np.concatenate([b.scores for b in parts])
+        labels = np.concatenate([b.labels for b in parts])
+        if self.client is None:
+            return Federation.from_arrays(scores, labels, None, score_range=self.score_range)
+        index = np.concatenate([b.clients for b in parts])
+        return Federation.from_dense_index(
+            scores, labels, index, self.client_ids(), "binary", self.score_range
+        )
+
+    def bounded(
+        self,
+        mask: Callable[[NDArray[np.int64], NDArray[np.int64], int], NDArray[np.bool_]],
+        seeds: Callable[[int], list[int]],
+    ) -> Scan:
+        """Dask engine: the rows that ``mask`` keeps of every client, after a shuffle.
+
+        Dask's own shuffle (``set_index`` on the client column, which keeps the
+        column) brings every client's rows into exactly one partition, so ``mask(client_index, offsets, seed)`` (the privacy
+        layer's contribution bound, with one seed per partition from
+        ``seeds(n_partitions)``) sees whole clients, however the input was
+        partitioned.
+        """
+        if self.engine != "dask" or self.client is None:
+            raise ValueError("bounded() shuffles a Dask source with a client column")
+        shuffled = self.source.set_index(self.client, drop=False)
+        per_partition = seeds(int(shuffled.npartitions))
+        client = self.client
+
+        def keep(part: Any, partition_info: Any = None) -> Any:
+            if len(part) == 0:
+                return part.reset_index(drop=True)
+            k = 0 if partition_info is None else int(partition_info["number"])
+            _, inverse, counts = np.unique(
+                part[client].to_numpy(), return_inverse=True, return_counts=True
+            )
+            offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+            kept = part[mask(inverse.astype(np.int64), offsets, per_partition[k])]
+            return kept.reset_index(drop=True)  # the client stays a column only
+
+        out = Scan(
+            shuffled.map_partitions(keep, meta=shuffled._meta.reset_index(drop=True)),
+            self.score,
+            self.label,
+            self.client,
+            self.score_range,
+            "dask",
+            self.batch_size,
+            self.progress,
+        )
+        out._cache["ids"] = self.client_ids()  # the same clients take part
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"Scan(engine={self.engine!r}, score={self.score!r}, label={self.label!r}, "
+            f"client={self.client!r}, score_range={self.score_range})"
+        )
+
+
+def scan(
+    source: Any,
+    *,
+    score: str = "score",
+    label: str = "label",
+    client: str | None = None,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    format: Literal["parquet", "csv"] | None = None,
+    batch_size: int = _DEFAULT_BATCH,
+    progress: bool = True,
+) -> Scan:
+    """A lazy, streamed (or distributed) source of scores and labels.
+
+    Parameters
+    ----------
+    source : str, Path, sequence of paths, pyarrow.dataset.Dataset or dask.dataframe.DataFrame
+        A Parquet or CSV file, a glob (``"logs/*.parquet"``), a directory of
+        such files (partitioned layouts included), a list of files, a pyarrow
+        dataset, or a Dask DataFrame. A path is read through Dask when a
+        ``dask.distributed`` client is active.
+    score, label, client : str
+        Column names; ``client=None`` means one row per client.
+    score_range : (float, float)
+        Closed public score domain; a score outside it is an error.
+    format : {"parquet", "csv"}, optional
+        Inferred from the file extensions when not given.
+    batch_size : int
+        Rows per batch (arrow engine): memory is bounded by one batch plus the sketch.
+    progress : bool
+        Progress bar (rows, MB/s) on passes longer than 2 s.
+
+    Returns
+    -------
+    Scan
+        Accepted by :func:`fedeval.evaluate`, :func:`fedeval.aggregation.release`
+        and :func:`fedeval.ecdf.federated_ecdf`.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file matches the path.
+    ValueError
+        Unknown format, a missing column (the message lists the available
+        ones), a bad score range. Bad values are found when the data is read,
+        and the error names the file and row.
+    """
+    lo, hi = score_range
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"score_range must be finite with low < high, got {score_range!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    rng_ = (float(lo), float(hi))
+    columns = [score, label] + ([client] if client is not None else [])
+    if _is_dask_frame(source):
+        _check_columns(columns, list(map(str, source.columns)), "the Dask DataFrame")
+        return Scan(source, score, label, client, rng_, "dask", batch_size, progress)
+    if isinstance(source, pads.Dataset):
+        dataset = source
+    else:
+        files, fmt = _resolve_files(source, format)
+        if _dask_client_active():
+            ddf = _dask_read(files, fmt, columns)
+            _check_columns(columns, list(map(str, ddf.columns)), str(source))
+            return Scan(ddf, score, label, client, rng_, "dask", batch_size, progress)
+        try:
+            dataset = pads.dataset(files, format=fmt)
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{source} could not be opened as {fmt}: {exc}") from None
+    _check_columns(columns, list(dataset.schema.names), str(source))
+    return Scan(dataset, score, label, client, rng_, "arrow", batch_size, progress)
+
+
+# ---------------------------------------------------------------------- helpers
+def _resolve_files(source: Any, fmt: str | None) -> tuple[list[str], str]:
+    if isinstance(source, str | Path):
+        text = str(source)
+        p = Path(text)
+        if p.is_dir():
+            files = sorted(str(f) for f in p.rglob("*") if f.is_file() and _format_of(f, None))
+        elif any(ch in text for ch in "*?["):
+            files = sorted(f for f in globlib.glob(text, recursive=True) if Path(f).is_file())
+        elif p.is_file():
+            files = [text]
+        else:
+            raise FileNotFoundError(f"no such file or directory: {text}")
+    else:
+        files = [str(f) for f in source]
+        missing = [f for f in files if not Path(f).is_file()]
+        if missing:
+            raise FileNotFoundError(f"no such file: {missing[0]}")
+    if not files:
+        raise FileNotFoundError(f"no Parquet or CSV file found at {source}")
+    formats = {fmt or _format_of(Path(f), None) for f in files}
+    if None in formats or len(formats) != 1:
+        raise ValueError(
+            f"cannot tell one format (parquet or csv) from the files at {source}; pass format="
+        )
+    out = formats.pop()
+    assert out is not None
+    if out not in ("parquet", "csv"):
+        raise ValueError(f"format must be 'parquet' or 'csv', got {out!r}")
+    return files, out
+
+
+def _format_of(path: Path, default: str | None) -> str | None:
+    name = path.name.lower()
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    if name.endswith((".csv", ".csv.gz")):
+        return "csv"
+    return default
+
+
+def _check_columns(columns: list[str], available: list[str], where: str) -> None:
+    missing = [c for c in columns if c not in available]
+    if missing:
+        raise ValueError(
+            f"column(s) {missing} not found in {where}; available columns: {available}"
+        )
+
+
+def _to_numpy(col: Any) -> NDArray[Any]:
+    if col.null_count:
+        # A null is a missing value: floats make it NaN, so validation reports it.
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)
+    if pa.types.is_boolean(col.type):
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.asarray(col.to_numpy(zero_copy_only=False))
+
+
+def _check_scores(
+    values: NDArray[Any], score_range: tuple[float, float], where: str, first: int
+) -> NDArray[np.float64]:
+    if values.dtype.kind not in "fiu":
+        raise TypeError(f"scores in {where} must be numeric, got dtype {values.dtype}")
+    s = values.astype(np.float64, copy=False)
+    lo, hi = score_range
+    # One fused test finds NaN, inf and out-of-range values (NaN compares False).
+    ok = (s >= lo) & (s <= hi)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        what = "NaN or inf" if not math.isfinite(s[i]) else f"outside score_range [{lo}, {hi}]"
+        raise ValueError(f"score {float(s[i])} is {what} in {where} at row {first + i}")
+    return s
+
+
+def _check_labels(values: NDArray[Any], where: str, first: int) -> NDArray[np.int8]:
+    if values.dtype.kind == "b":
+        return values.view(np.int8)
+    if values.dtype.kind not in "iuf":
+        raise TypeError(f"labels in {where} must be 0/1 or booleans, got dtype {values.dtype}")
+    ok = (values == 0) | (values == 1)
+    if not ok.all():
+        i = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"label {values[i].item()!r} is not 0 or 1 in {where} at row {first + i}")
+    return values.astype(np.int8, copy=False)
+
+
+def _client_values(values: NDArray[Any], where: str, first: int, name: str) -> NDArray[Any]:
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        i = int(np.flatnonzero(~np.isfinite(values))[0])
+        raise ValueError(
+            f"client column {name!r} has a missing value in {where} at row {first + i}"
+        )
+    if values.dtype == object:
+        bad = np.array([v is None for v in values])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"client column {name!r} has a missing value in {where} at row {first + i}"
+            )
+    return values
+
+
+def _dense_index(ids: NDArray[Any], values: NDArray[Any]) -> NDArray[np.int64]:
+    return np.asarray(np.searchsorted(ids, values), dtype=np.int64)
+
+
+class _IdTally:
+    """Distinct ids and their counts over batches (a counting array for small integers)."""
+
+    def __init__(self) -> None:
+        self.counts: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.ids: NDArray[Any] | None = None
+        self.dtype: Any = None
+
+    def add(self, values: NDArray[Any]) -> None:
+        if self.dtype is None:
+            self.dtype = values.dtype
+        small = values.dtype.kind in "iu" and self.ids is None and values.size
+        if small and values.min() >= 0 and values.max() < (1 << 27):
+            c = np.bincount(values)
+            if c.size > self.counts.size:
+                c[: self.counts.size] += self.counts
+                self.counts = c
+            else:
+                self.counts[: c.size] += c
+            return
+        u, c = np.unique(values, return_counts=True)
+        if self.ids is None:  # leave the counting array: carry its ids over
+            present = np.flatnonzero(self.counts)
+            self.ids, self.counts = present.astype(values.dtype), self.counts[present]
+        ids = np.concatenate([self.ids, u])
+        merged, inverse = np.unique(ids, return_inverse=True)
+        self.counts = np.bincount(
+            inverse, weights=np.concatenate([self.counts, c]), minlength=merged.size
+        ).astype(np.int64)
+        self.ids = merged
+
+    def result(self) -> tuple[NDArray[Any], NDArray[np.int64]]:
+        if self.ids is None:
+            present = np.flatnonzero(self.counts)
+            return present.astype(self.dtype or np.int64), self.counts[present]
+        return self.ids, self.counts
+
+
+class _Progress:
+    """tqdm bar (rows, MB/s) that appears only on passes longer than two seconds."""
+
+    def __init__(self, enabled: bool, total: int | None) -> None:
+        self.bar: Any = None
+        self.bytes = 0
+        self.start = time.perf_counter()
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(
+                total=total,
+                unit="rows",
+                unit_scale=True,
+                delay=_PROGRESS_DELAY_S,
+                mininterval=_PROGRESS_MININTERVAL_S,
+                leave=False,
+            )
+
+    def update(self, rows: int, nbytes: int) -> None:
+        if self.bar is None:
+            return
+        self.bytes += nbytes
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        self.bar.set_postfix_str(f"{self.bytes / elapsed / 1e6:.0f} MB/s", refresh=False)
+        self.bar.update(rows)
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+_DONE = object()
+
+#: Batches read ahead by a background thread; 0 reads in the calling thread
+#: (benchmarks/bench_scale.py measures both).
+PREFETCH_DEPTH = 2
+
+
+def _prefetched(items: Iterator[Any], depth: int = 2) -> Iterator[Any]:
+    """``items`` produced by a background thread, at most ``depth`` ahead.
+
+    Reading and decoding a batch (pyarrow, GIL released) overlaps with
+    validating and encoding the previous one (numpy); benchmarks/bench_scale.py
+    (case b) measures it against ``depth = 0``. Memory stays bounded by
+    ``depth + 1`` batches. An error in the reader is raised here; stopping
+    early stops the reader.
+    """
+    if depth <= 0:
+        yield from items
+        return
+    q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(_DONE)
+        except BaseException as exc:  # handed to the consumer, raised there
+            q.put(exc)
+
+    thread = threading.Thread(target=produce, name="fedeval-scan-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a reader waiting on a full queue
+            with contextlib.suppress(queue.Empty):
+                q.get(timeout=0.05)
+        thread.join()
+
+
+# ------------------------------------------------------------------------ Dask
+def _is_dask_frame(obj: Any) -> bool:
+    mod = type(obj).__module__ or ""
+    return mod.startswith("dask") and hasattr(obj, "map_partitions") and hasattr(obj, "columns")
+
+
+def _dask_client_active() -> bool:
+    try:
+        from distributed import default_client
+    except ImportError:
+        return False
+    try:
+        default_client()
+    except ValueError:
+        return False
+    return True
+
+
+def _dask_read(files: list[str], fmt: str, columns: list[str]) -> Any:
+    import dask.dataframe as dd
+
+    if fmt == "parquet":
+        return dd.read_parquet(files, columns=columns)
+    return dd.read_csv(files, usecols=columns)
+
+
+def _dask_encode(scan_: Scan, encoder: Encoder, length: int, dtype: Any) -> NDArray[Any]:
+    """Encode every partition on the workers; sum the small vectors on the driver."""
+    import dask
+
+    cols = [scan_.score, scan_.label] + ([scan_.client] if scan_.client is not None else [])
+    ddf = scan_.source[cols]
+    ids = None if scan_.client is None else scan_.client_ids()
+    parts = ddf.to_delayed()
+    starts: list[int] = [0] * len(parts)
+    if scan_.client is None:
+        sizes = ddf.map_partitions(len).compute()
+        starts = np.concatenate(([0], np.cumsum(np.asarray(sizes))[:-1])).astype(int).tolist()
+    tasks = [
+        dask.delayed(_encode_partition)(
+            part,
+            k,
+            start,
+            scan_.score,
+            scan_.label,
+            scan_.client,
+            scan_.score_range,
+            ids,
+            encoder,
+            length,
+            dtype,
+        )
+        for k, (part, start) in enumerate(zip(parts, starts, strict=True))
+    ]
+    total = np.zeros(length, dtype=dtype)
+    for vec in dask.compute(*tasks):
+        total += vec
+    return total
+
+
+def _encode_partition(
+    df: Any,
+    k: int,
+    start: int,
+    score: str,
+    label: str,
+    client: str | None,
+    score_range: tuple[float, float],
+    ids: NDArray[Any] | None,
+    encoder: Encoder,
+    length: int,
+    dtype: Any,
+) -> NDArray[Any]:
+    where = f"partition {k}"
+    if len(df) == 0:
+        return np.zeros(length, dtype=dtype)
+    s = _check_scores(df[score].to_numpy(dtype=np.float64, na_value=np.nan), score_range, where, 0)
+    raw_y = df[label]
+    y_values = (
+        raw_y.to_numpy(dtype=np.float64, na_value=np.nan) if raw_y.hasnans else raw_y.to_numpy()
+    )
+    y = _check_labels(np.asarray(y_values), where, 0)
+    if ids is None or client is None:
+        c = np.arange(start, start + s.shape[0], dtype=np.int64)
+    else:
+        c = _dense_index(ids, _client_values(df[client].to_numpy(), where, 0, client))
+    return np.asarray(encoder(s, y, c), dtype=dtype)

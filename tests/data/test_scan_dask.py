@@ -1,0 +1,141 @@
+"""fe.scan on Dask: per-partition sketches on the workers of a LocalCluster, noise on the driver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import fedeval as fe  # noqa: E402
+from fedeval.aggregation import release  # noqa: E402
+from fedeval.aggregation.paths import bound_contributions  # noqa: E402
+from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def _data(n: int = 8000, n_clients: int = 60) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(21)
+    s = rng.beta(2, 5, n)
+    y = (rng.random(n) < s).astype(np.int8)
+    c = rng.integers(0, n_clients, n)
+    return s, y, c
+
+
+def _partitioned(tmp: Path, s: Any, y: Any, c: Any, parts: int = 4) -> Path:
+    """Rows spread over files in order, so every client has rows in every partition."""
+    d = tmp / "lake"
+    d.mkdir()
+    bounds = np.linspace(0, s.size, parts + 1).astype(int)
+    for k in range(parts):
+        sl = slice(bounds[k], bounds[k + 1])
+        pq.write_table(
+            pa.table({"score": s[sl], "label": y[sl], "client": c[sl]}), d / f"p{k}.parquet"
+        )
+    return d
+
+
+def test_dask_partitions_release_what_memory_releases(client: Any, tmp_path: Path) -> None:
+    """Under SA the released histograms are identical; under DistDP (fast path, same rng)
+    the noise is drawn once on the driver from the same generator, so they are identical
+    too, which implies the same distribution."""
+    s, y, c = _data()
+    d = _partitioned(tmp_path, s, y, c)
+    ddf = dd.read_parquet(str(d))
+    assert ddf.npartitions >= 2
+    src = fe.scan(ddf)
+    assert src.engine == "dask"
+    fed = fe.Federation.from_arrays(s, y)
+    for privacy in (fe.SecureAggregation(), fe.DistributedDP(1.0)):
+        a = fe.evaluate(src, privacy, rng=5, height=6)
+        b = fe.evaluate(fed, privacy, rng=5, height=6)
+        for p, q in zip(a.tree.levels, b.tree.levels, strict=True):
+            np.testing.assert_array_equal(p, q)
+    # a path is read through Dask while a client is active
+    assert fe.scan(d).engine == "dask"
+    sketch = HierarchySketch(HierarchySpec(5))
+    np.testing.assert_array_equal(
+        release(fe.scan(d), sketch, fe.SecureAggregation()).values,
+        release(fed, sketch, fe.SecureAggregation()).values,
+    )
+
+
+@pytest.mark.statistical
+def test_dask_distdp_noise_has_the_in_memory_distribution(client: Any, tmp_path: Path) -> None:
+    """Released minus exact counts over seeds: mean 0, variance 2a/(1-a)^2 per node.
+
+    Discrete Laplace with a = exp(-ε/(h·Δ)), ε = 1, h = 2 levels, Δ = 1 per level:
+    a = e^-0.5, variance 2a/(1-a)^2 ≈ 7.85. With 2 classes × 6 nodes × 40 seeds =
+    480 draws, the sample variance has relative sd ≈ sqrt((2 + excess kurtosis)/480)
+    < 0.1, so a 35% band is over 3.5 sd.
+    """
+    s, y, c = _data(3000)
+    d = _partitioned(tmp_path, s, y, c)
+    src = fe.scan(dd.read_parquet(str(d)))
+    sketch = HierarchySketch(HierarchySpec(2))
+    exact = release(fe.Federation.from_arrays(s, y), sketch, fe.SecureAggregation())
+    exact_levels = HierarchySketch(HierarchySpec(2)).spec.encode_levels(s, y)
+    diffs = np.concatenate(
+        [
+            release(src, sketch, fe.DistributedDP(1.0), rng=seed).values - exact_levels
+            for seed in range(40)
+        ]
+    )
+    a = np.exp(-0.5)
+    var = 2 * a / (1 - a) ** 2
+    assert exact.values.sum() > 0
+    assert abs(diffs.mean()) < 4 * np.sqrt(var / diffs.size)
+    assert abs(diffs.var() / var - 1) < 0.35
+
+
+def test_dask_client_bound_holds_across_partitions(client: Any, tmp_path: Path) -> None:
+    """Every client has rows in every partition; after the bound each keeps exactly B rows."""
+    s, y, c = _data(8000, 40)  # about 200 rows per client, spread over 4 files
+    d = _partitioned(tmp_path, s, y, c)
+    src = fe.scan(dd.read_parquet(str(d)), client="client")
+    fed = fe.Federation.from_arrays(s, y, c)
+    bound = 30
+    bounded = bound_contributions(src, bound, np.random.default_rng(0))
+    assert bounded is not src
+    kept = bounded.source.compute()  # type: ignore[union-attr]
+    sizes = kept["client"].value_counts()
+    assert len(sizes) == fed.n_clients
+    assert (sizes == bound).all()  # every client exceeds B, so each keeps exactly B
+    # The kept rows are a subset of each client's rows.
+    merged = kept.merge(
+        fed_frame(s, y, c), on=["score", "label", "client"], how="left", indicator=True
+    )
+    assert (merged["_merge"] == "both").all()
+    # Released through evaluate: the hierarchy counts B rows per client.
+    # Through evaluate: the released total counts B rows per client. ε = 50 over
+    # h = 3 levels with Δ = B = 30 per level: discrete Laplace a = exp(-50/90),
+    # sd ≈ 2.1 per node, so the total (2 classes at level 1: 4 nodes) has sd < 5.
+    ev = fe.evaluate(
+        src, fe.DistributedDP(50.0, unit="client", contribution_bound=bound), rng=1, height=3
+    )
+    assert abs(ev.tree.totals().sum() - bound * fed.n_clients) < 30
+
+
+def fed_frame(s: Any, y: Any, c: Any) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({"score": s, "label": y, "client": c})
