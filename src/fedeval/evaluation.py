@@ -720,6 +720,7 @@ def evaluate(
     if not isinstance(fed, Federation | Scan):
         raise TypeError(f"fed must be a Federation or a Scan, got {type(fed).__name__}")
     if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
+        assert isinstance(fed, Federation)  # a Scan is always binary
         given = {
             "n_examples": n_examples is not None,
             "height": height is not None,
@@ -742,7 +743,6 @@ def evaluate(
                 f"multiclass Federation ({fed.n_classes} classes); use "
                 "fedeval.evaluate_multiclass(fed, privacy, n_bins=..., ...) for its options"
             )
-        assert isinstance(fed, Federation)  # a Scan is always binary
         return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger)
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     private = getattr(privacy, "regime", None) != "exact"
