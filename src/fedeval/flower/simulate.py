@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fedeval.cli import add_flower_sim_arguments  # defined there: --help imports nothing heavy
 from fedeval.data import Federation
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.sampling import assign_groups, uniform_seed
@@ -242,63 +243,6 @@ def simulate(
 
 
 # ------------------------------------------------------------------------ CLI
-def add_flower_sim_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``fedeval flower-sim``."""
-    parser.add_argument("file", help="CSV/Parquet file of scores and labels")
-    parser.add_argument("--clients", type=int, required=True, help="simulated Flower clients")
-    parser.add_argument("--score", default="score")
-    parser.add_argument("--label", default="label")
-    parser.add_argument("--client", default=None, help="client column (default: split rows)")
-    parser.add_argument("--privacy", nargs="+", choices=["sa", "distdp", "ldp"], default=["sa"])
-    parser.add_argument("--epsilon", type=float, default=None)
-    parser.add_argument("--noise", choices=["polya", "skellam"], default="polya")
-    parser.add_argument("--delta", type=float, default=None)
-    parser.add_argument("--height", type=int, default=None)
-    parser.add_argument("--branching", type=int, default=2)
-    parser.add_argument("--buckets", type=int, default=None)
-    parser.add_argument("--quantiles", type=int, default=None)
-    parser.add_argument("--max-dropouts", type=int, default=1)
-    parser.add_argument("--min-clients", type=int, default=3)
-    parser.add_argument("--clip-probability", type=float, default=1e-9)
-    parser.add_argument(
-        "--max-examples-per-client",
-        type=int,
-        default=None,
-        help="public bound on one client's examples (required under DP: every client keeps "
-        "at most this many, at random; SA alone defaults to the largest client)",
-    )
-    parser.add_argument(
-        "--no-secagg",
-        action="store_true",
-        help="plaintext sums instead of SecAgg+ (benchmarking only: the server sees every "
-        "client's vector; DistDP also needs --allow-plaintext-shares)",
-    )
-    parser.add_argument(
-        "--allow-plaintext-shares",
-        action="store_true",
-        help="with --no-secagg, run DistDP anyway: its receipt states the (much larger) ε "
-        "of one noise share seen alone",
-    )
-    parser.add_argument(
-        "--allow-sa-with-dp",
-        action="store_true",
-        help="evaluate SA and DP settings on the same clients anyway (the DP receipts do "
-        "not protect against the exact SA release)",
-    )
-    parser.add_argument(
-        "--total-epsilon", type=float, default=None, help="the run's ε budget over all settings"
-    )
-    parser.add_argument(
-        "--total-delta", type=float, default=None, help="the run's δ budget over all settings"
-    )
-    parser.add_argument("--score-min", type=float, default=0.0)
-    parser.add_argument("--score-max", type=float, default=1.0)
-    parser.add_argument("--thresholds", type=float, nargs="+", default=[0.5])
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--out", default="fedeval-flower-report")
-    parser.add_argument("--json", action="store_true")
-
-
 def run_flower_sim_command(args: argparse.Namespace) -> int:
     """Handler of ``fedeval flower-sim``: partition FILE over N clients and run the apps.
 
