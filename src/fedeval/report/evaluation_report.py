@@ -22,7 +22,15 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from fedeval.report.files import write_all_or_nothing
-from fedeval.report.style import fmt, fmt_privacy, html_table, md_table, page, unit_in_words
+from fedeval.report.style import (
+    fmt,
+    fmt_privacy,
+    html_table,
+    md_table,
+    page,
+    receipt_block,
+    receipt_lines,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -110,6 +118,22 @@ def _bands(
     return out
 
 
+#: A band narrower than this (in axis units) cannot be seen at the figure's size.
+_VISIBLE_WIDTH = 0.004
+
+
+def _note_thin_bands(
+    labels: dict[str, str],
+    bands: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]],
+) -> None:
+    """Say in the legend when a band is narrower than the line, instead of drawing nothing."""
+    for name, (_, lo, hi) in bands.items():
+        width = hi - lo
+        typical = float(np.nanmedian(width)) if np.isfinite(width).any() else float("nan")
+        if typical < _VISIBLE_WIDTH:
+            labels[name] += f"; band ~{typical:.0e}, thinner than the line"
+
+
 def _zoom_window(
     curves: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64]]],
     bands: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]],
@@ -179,8 +203,11 @@ def _plot_curves(
     inset_at: tuple[float, float, float, float],
     diagonal: bool,
 ) -> Figure:
-    fig = Figure(figsize=(5.4, 6.0))
-    ax = fig.add_axes((0.13, 0.27, 0.82, 0.66))
+    n_entries = len(curves) + (exact is not None)
+    legend_in = 0.16 * n_entries + 0.55  # inches below the axes: tick labels, xlabel, legend
+    height = 4.3 + legend_in
+    fig = Figure(figsize=(5.0, height))
+    ax = fig.add_axes((0.13, legend_in / height, 0.82, 3.95 / height))
     colors = {name: f"C{i}" for i, name in enumerate(curves)}
     _draw(ax, curves, bands, colors, labels, exact, step=step)
     if diagonal:
@@ -196,7 +223,7 @@ def _plot_curves(
         inset.tick_params(labelsize=6)
         inset.set_title(f"zoom ×{1 / (x1 - x0):.0f}", fontsize=7, pad=2)
         ax.indicate_inset_zoom(inset, edgecolor="0.3")
-    fig.legend(loc="lower center", fontsize=8, ncol=2, frameon=False, bbox_to_anchor=(0.5, 0.0))
+    fig.legend(loc="lower left", fontsize=7.5, ncol=1, frameon=False, bbox_to_anchor=(0.1, 0.0))
     return fig
 
 
@@ -214,6 +241,7 @@ def plot_roc(
         curves[name] = (fpr, tpr)
         labels[name] = f"{name} (AUC {fmt(ev.roc_auc)})"
     bands = _bands(evaluations, "roc") if band else {}
+    _note_thin_bands(labels, bands)
     knee = 0.1
     for fpr, tpr in curves.values():
         if np.isfinite(tpr).any():
@@ -248,6 +276,7 @@ def plot_pr(
         curves[name] = (r, p)
         labels[name] = f"{name} (AP {fmt(ev.average_precision)})"
     bands = _bands(evaluations, "pr") if band else {}
+    _note_thin_bands(labels, bands)
     ex = None if exact is None else (exact[1], exact[0])
     return _plot_curves(
         curves,
@@ -267,7 +296,7 @@ def plot_pr(
 def png_data_uri(fig: Figure) -> str:
     """The figure as base64 PNG (the payload of a ``data:image/png;base64,`` URI)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=100)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -356,53 +385,12 @@ def evaluation_payload(
 
 # ------------------------------------------------------------------------ receipt
 def receipt_html(ev: Evaluation, *, count_public: bool = True) -> str:
-    """The privacy receipt of one evaluation as a readable block (definition list + budget table)."""
-    rec = ev.receipt
-    g = rec.guarantee
-    public = [*g.public, _public_inputs(ev, count_public)]
-    items = [
-        ("privacy model", rec.model),
-        ("protects", unit_in_words(g.unit)),
-        ("neighbouring datasets", g.relation),
-        ("ε spent", fmt_privacy(rec.epsilon_spent if g.is_private else None)),
-        ("δ spent", fmt_privacy(rec.delta_spent) if g.is_private else "—"),
-        ("noise", rec.mechanism),
-        ("treated as public", "; ".join(public)),
-    ]
-    dl = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in items)
-    budget = [
-        {"release": e.label, "ε": fmt_privacy(e.epsilon), "δ": fmt_privacy(e.delta)}
-        for e in rec.entries
-    ]
-    split = (
-        f"<details><summary>budget split over {len(budget)} release(s)</summary>"
-        f"{html_table(budget)}</details>"
-        if budget
-        else ""
-    )
-    return (
-        f"<div class='receipt'><dl>{dl}</dl>{split}<details><summary>the guarantee in full"
-        f"</summary><p class='note'>{html.escape(str(g))}</p></details></div>"
-    )
+    """The privacy receipt of one evaluation as a readable block (see :func:`receipt_block`)."""
+    return receipt_block(ev.receipt, [_public_inputs(ev, count_public)])
 
 
 def _receipt_md(ev: Evaluation, count_public: bool) -> list[str]:
-    rec = ev.receipt
-    g = rec.guarantee
-    lines = [
-        f"- privacy model: {rec.model}",
-        f"- protects: {unit_in_words(g.unit)}",
-        f"- neighbouring datasets: {g.relation}",
-        f"- ε spent: {fmt_privacy(rec.epsilon_spent if g.is_private else None)}",
-    ]
-    if g.is_private:
-        lines.append(f"- δ spent: {fmt_privacy(rec.delta_spent)}")
-    lines += [
-        f"- noise: {rec.mechanism}",
-        f"- treated as public: {'; '.join([*g.public, _public_inputs(ev, count_public)])}",
-        "",
-    ]
-    return lines
+    return receipt_lines(ev.receipt, [_public_inputs(ev, count_public)])
 
 
 # ------------------------------------------------------------------------- report
@@ -485,24 +473,31 @@ def write_report(
             v = ev["metrics"][metric]
             row[label] = with_se(v)
             if "exact" in v:
-                row[f"{label} exact"] = v["exact"]
-                row[f"{label} error"] = v["abs_error"]
+                row[f"{label} |error|"] = v["abs_error"]
         rec = evaluations[name].receipt
-        row["ε spent"] = fmt_privacy(rec.epsilon_spent if rec.guarantee.is_private else None)
+        row["ε spent"] = fmt_privacy(rec.epsilon_spent) if rec.guarantee.is_private else "— (no DP)"
         p = ev["parameters"]
         row["height"] = p["height"]
         row["AUC buckets"] = p["n_buckets"]
         row["quantiles"] = p["n_quantiles"]
         rows.append(row)
-    thr_rows = []
+    thr_rows, err_rows = [], []
     for name, ev in payload["evaluations"].items():
         for at in ev["at_threshold"]:
             r: dict[str, Any] = {"setting": name, "threshold": f"{at['threshold']:g}"}
+            e: dict[str, Any] = dict(r)
             for metric in ("precision", "recall", "fpr", "accuracy"):
                 r[metric] = with_se(at[metric])
                 if "exact" in at[metric]:
-                    r[f"{metric} error"] = at[metric]["abs_error"]
+                    e[f"{metric} |error|"] = at[metric]["abs_error"]
             thr_rows.append(r)
+            if len(e) > 2:
+                err_rows.append(e)
+    errors_html = (
+        f"<h3>Absolute errors against the exact pooled values (simulation; exact values in results.json)</h3>{html_table(err_rows)}"
+        if err_rows
+        else ""
+    )
     note = (
         "Estimates are shown as value ± standard error from the privacy noise (analytic delta "
         "method for threshold metrics; parametric bootstrap for AUC, AP and the 90 % bands). "
@@ -521,13 +516,16 @@ def write_report(
         "<figcaption>Precision–recall curves; shaded: 90 % pointwise band; inset: zoom on "
         "mid recall.</figcaption></figure></section>"
         f"<h2>Summary</h2>{html_table(rows)}"
-        f"<h2>Threshold metrics</h2>{html_table(thr_rows)}<p class='note'>{note}</p>"
+        f"<h2>Threshold metrics</h2>{html_table(thr_rows)}{errors_html}"
+        f"<p class='note'>{note}</p>"
         f"<h2>Privacy receipt</h2>{receipts}"
     )
     html_doc = page(title, _source_lines(source), body)
     md = [f"# {title}", ""]
     md += [line.replace("<b>", "**").replace("</b>", "**") + "\n" for line in _source_lines(source)]
     md += ["## Summary", "", md_table(rows), "", "## Threshold metrics", "", md_table(thr_rows)]
+    if err_rows:
+        md += ["", "Against the exact pooled values (simulation):", "", md_table(err_rows)]
     md += ["", note, "", "## Privacy receipt", ""]
     for name, ev in evaluations.items():
         md += [f"### {name}", "", *_receipt_md(ev, _count_public(source))]

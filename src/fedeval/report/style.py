@@ -19,6 +19,8 @@ __all__ = [
     "html_table",
     "md_table",
     "page",
+    "receipt_block",
+    "receipt_lines",
     "unit_in_words",
 ]
 
@@ -34,9 +36,11 @@ header .input b{color:var(--fg)}
 h2{font-size:1.25em;margin:1.8em 0 .6em;border-bottom:1px solid var(--line);padding-bottom:.2em}
 h3{font-size:1.05em;margin:1.3em 0 .4em}
 .figures{display:flex;flex-wrap:wrap;gap:1em}
+.figures figure{flex:1 1 400px;max-width:540px}
 figure{margin:0;background:#fff;border:1px solid var(--line);border-radius:6px;padding:.5em}
-figure img{display:block;max-width:100%;height:auto}
+figure img{display:block;width:100%;height:auto}
 figcaption{color:var(--muted);font-size:.85em;max-width:520px;padding:.3em .2em 0}
+.table-wrap{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:13px;margin:.4em 0 1em;font-variant-numeric:tabular-nums}
 th,td{padding:4px 9px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
 th{background:var(--bg);font-weight:600;border-bottom:2px solid var(--line)}
@@ -117,7 +121,10 @@ def html_table(rows: Sequence[Mapping[str, Any]]) -> str:
         "<tr>" + "".join(f"<td>{html.escape(fmt(r.get(c)))}</td>" for c in cols) + "</tr>"
         for r in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (
+        f"<div class='table-wrap'><table><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def page(title: str, header_lines: Sequence[str], body: str) -> str:
@@ -129,3 +136,52 @@ def page(title: str, header_lines: Sequence[str], body: str) -> str:
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
         f"<header><h1>{html.escape(title)}</h1>{lines}</header>{body}</body></html>"
     )
+
+
+def _receipt_items(receipt: Any, extra_public: Sequence[str] = ()) -> list[tuple[str, str]]:
+    g = receipt.guarantee
+    items = [
+        ("privacy model", str(receipt.model)),
+        ("protects", unit_in_words(g.unit)),
+        ("neighbouring datasets", g.relation),
+        ("ε spent", fmt_privacy(receipt.epsilon_spent if g.is_private else None)),
+    ]
+    if g.is_private:
+        items.append(("δ spent", fmt_privacy(receipt.delta_spent)))
+    items += [
+        ("noise", str(receipt.mechanism)),
+        ("treated as public", "; ".join([*g.public, *extra_public]) or "nothing"),
+    ]
+    return items
+
+
+def receipt_block(receipt: Any, extra_public: Sequence[str] = ()) -> str:
+    """A privacy receipt (:class:`fedeval.privacy.receipt.Receipt`) as a readable HTML block.
+
+    The unit in words, the neighbouring relation, ε and δ (scientific notation when
+    small), the noise, what is treated as public, the budget split (folded) and the
+    full guarantee (folded).
+    """
+    dl = "".join(
+        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
+        for k, v in _receipt_items(receipt, extra_public)
+    )
+    budget = [
+        {"release": e.label, "ε": fmt_privacy(e.epsilon), "δ": fmt_privacy(e.delta)}
+        for e in receipt.entries
+    ]
+    split = (
+        f"<details><summary>budget split over {len(budget)} release(s)</summary>"
+        f"{html_table(budget)}</details>"
+        if budget
+        else ""
+    )
+    return (
+        f"<div class='receipt'><dl>{dl}</dl>{split}<details><summary>the guarantee in full"
+        f"</summary><p class='note'>{html.escape(str(receipt.guarantee))}</p></details></div>"
+    )
+
+
+def receipt_lines(receipt: Any, extra_public: Sequence[str] = ()) -> list[str]:
+    """The same receipt as Markdown bullet lines."""
+    return [f"- {k}: {v}" for k, v in _receipt_items(receipt, extra_public)] + [""]
