@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from readme_blocks import ROOT, readme_blocks, run_bash_block
 
 
