@@ -184,7 +184,7 @@ def _privacy(args: argparse.Namespace) -> PrivacyModel:
     )
 
 
-def _public_facts(
+def public_facts(
     fed: Any, models: Sequence[PrivacyModel], declared: int | None = None
 ) -> dict[str, Any]:
     """What may be printed about a federation evaluated under all of ``models``.
@@ -211,7 +211,7 @@ def _public_facts(
     return facts
 
 
-def _describe(facts: dict[str, Any]) -> str:
+def describe_facts(facts: dict[str, Any]) -> str:
     lo, hi = facts["score_range"]
     m = facts["n_examples"]
     examples = f"{m:,} examples" if m is not None else "number of examples not public"
@@ -343,7 +343,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             evs[name] = ev
     with steps.step("exact pooled metrics (the demo is a simulation)"):
         exact = _exact(fed.scores, fed.labels, args.thresholds)
-    facts = _public_facts(fed, list(settings.values()))
+    facts = public_facts(fed, list(settings.values()))
     source = _source(None, facts, "built-in demo data (gradient boosting on a generated task)")
     with steps.step("writing report"):
         paths = fe.report.write_report(
@@ -357,7 +357,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     steps.close()
     payload = evaluation_payload(evs, thresholds=args.thresholds, exact=exact, source=source)
     payload["report"] = {k: str(v) for k, v in paths.items()}
-    _emit(payload, args.json, [_describe(facts)])
+    _emit(payload, args.json, [describe_facts(facts)])
     return 0
 
 
@@ -408,7 +408,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.compare_exact:
         with steps.step("exact pooled metrics (--compare-exact)"):
             exact = _exact(fed.scores, fed.labels, args.thresholds)
-    facts = _public_facts(fed, [privacy], args.examples)
+    facts = public_facts(fed, [privacy], args.examples)
     source = _source(args.file, facts)
     with steps.step("writing report"):
         paths = fe.report.write_report(
@@ -422,7 +422,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     steps.close()
     payload = evaluation_payload({name: ev}, thresholds=args.thresholds, exact=exact, source=source)
     payload["report"] = {k: str(v) for k, v in paths.items()}
-    _emit(payload, args.json, [_describe(facts), str(ev.tree.guarantee)])
+    _emit(payload, args.json, [describe_facts(facts), str(ev.tree.guarantee)])
     return 0
 
 
@@ -534,7 +534,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(json.dumps({k: str(v) for k, v in paths.items()}))
     else:
         print(
-            f"{_describe(_public_facts(fed, [privacy]))}\n"
+            f"{describe_facts(public_facts(fed, [privacy]))}\n"
             f"calibrated by {args.method} on {train.n_clients:,} clients, "
             f"checked on {test.n_clients:,} held-out clients"
         )

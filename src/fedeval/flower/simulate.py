@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -93,6 +94,19 @@ def write_partitions(
     return paths, largest
 
 
+class _NoRunSimulationDeprecation(logging.Filter):
+    """Drop flwr's notice that ``run_simulation`` is deprecated in favour of ``flwr run``.
+
+    ``fedeval flower-sim`` is the in-process path on purpose (one command, no
+    SuperLink); ``examples/flower`` shows ``flwr run`` and the deployment engine. The
+    notice is noise for users of the command, who cannot act on it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        return not ("DEPRECATED FEATURE" in text and "run_simulation" in record.getMessage())
+
+
 def run_flower_simulation(
     *,
     num_supernodes: int,
@@ -131,16 +145,22 @@ def run_flower_simulation(
     out.mkdir(parents=True, exist_ok=True)
     for f in (RESULT_FILE, ERROR_FILE):
         (out / f).unlink(missing_ok=True)
-    run_simulation(
-        server_app=make_server_app(server),
-        client_app=make_client_app(client_config),
-        num_supernodes=num_supernodes,
-        backend_config={
-            "client_resources": {"num_cpus": num_cpus_per_client, "num_gpus": 0.0},
-            "init_args": {"logging_level": "ERROR", "log_to_driver": verbose},
-        },
-        verbose_logging=verbose,
-    )
+    flwr_logger = logging.getLogger("flwr")
+    quiet = _NoRunSimulationDeprecation()
+    flwr_logger.addFilter(quiet)
+    try:
+        run_simulation(
+            server_app=make_server_app(server),
+            client_app=make_client_app(client_config),
+            num_supernodes=num_supernodes,
+            backend_config={
+                "client_resources": {"num_cpus": num_cpus_per_client, "num_gpus": 0.0},
+                "init_args": {"logging_level": "ERROR", "log_to_driver": verbose},
+            },
+            verbose_logging=verbose,
+        )
+    finally:
+        flwr_logger.removeFilter(quiet)
     if (out / ERROR_FILE).exists():
         raise RuntimeError((out / ERROR_FILE).read_text().strip())
     if not (out / RESULT_FILE).exists():
@@ -294,9 +314,23 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         raise ValueError(f"Flower simulation failed: {exc}") from None
     if args.json:
-        print(json.dumps(result, default=float))
+        # The evaluation schema of `fedeval evaluate --json` (estimates, standard errors,
+        # receipts; written by the ServerApp as results.json), plus the run's facts. The
+        # released sums themselves stay in flower_result.json.
+        payload = json.loads((Path(args.out) / "results.json").read_text())
+        payload["flower"] = _run_summary(result)
+        payload["report"] = {
+            "html": str(Path(args.out) / "report.html"),
+            "flower_result": str(Path(args.out) / "flower_result.json"),
+        }
+        print(json.dumps(payload, default=float))
         return 0
-    print(f"{fed}\nFlower simulation with {args.clients} clients")
+    from fedeval.cli import describe_facts, public_facts
+
+    models = [_model_of(p, args) for p in args.privacy]
+    print(
+        f"{describe_facts(public_facts(fed, models))}\nFlower simulation with {args.clients} clients"
+    )
     for name, ev in result["evaluations"].items():
         facts = ev["facts"]
         print(
@@ -320,3 +354,26 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
     print("(failed or rejected clients are named in the server log, not in the result)")
     print(f"\nreport: {Path(args.out) / 'report.html'}")
     return 0
+
+
+_RAW_KEYS = ("released_sum", "released_levels")
+
+
+def _run_summary(result: Mapping[str, Any]) -> dict[str, Any]:
+    """``flower_result.json`` without the released vectors (facts, timing, bytes, ledger)."""
+    out = {k: v for k, v in result.items() if k != "evaluations"}
+    out["evaluations"] = {
+        name: {k: v for k, v in ev.items() if k not in _RAW_KEYS}
+        for name, ev in result.get("evaluations", {}).items()
+    }
+    return out
+
+
+def _model_of(name: str, args: argparse.Namespace) -> PrivacyModel:
+    """The model a ``--privacy`` name of ``fedeval flower-sim`` stands for (for public facts)."""
+    from fedeval.privacy.models import privacy_model
+
+    if name == "sa":
+        return privacy_model("sa")
+    kwargs: dict[str, Any] = {"noise": args.noise} if name == "distdp" else {}
+    return privacy_model(name, epsilon=args.epsilon, delta=args.delta, **kwargs)

@@ -437,7 +437,7 @@ def write_report(
     title : str
     source : mapping, optional
         The input for the header: ``name`` and the public facts of
-        ``fedeval.cli._public_facts`` (``kind``, ``n_clients``, ``n_examples`` or
+        ``fedeval.cli.public_facts`` (``kind``, ``n_clients``, ``n_examples`` or
         None when not public, ``score_range``).
 
     Returns
