@@ -283,28 +283,51 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _metric_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """Console rows from the JSON payload: every metric at every threshold."""
-    rows: list[dict[str, Any]] = []
+def _with_se(value: dict[str, Any]) -> str:
+    est, se = value["estimate"], value["se"]
+    if est is None:
+        return "n/a"
+    return _cell(float(est)) + (f" ± {_cell(float(se))}" if se else "")
+
+
+def _metric_rows(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Console tables from the JSON payload: one summary row per setting, one row per
+    setting and threshold; ``estimate ± standard error``, plus |error| with exact values."""
+    summary: list[dict[str, Any]] = []
+    at_rows: list[dict[str, Any]] = []
     for name, ev in payload["evaluations"].items():
-        named = [(k, v) for k, v in ev["metrics"].items()]
+        row: dict[str, Any] = {"setting": name}
+        for metric, label in (("roc_auc", "ROC AUC"), ("average_precision", "avg precision")):
+            value = ev["metrics"][metric]
+            row[label] = _with_se(value)
+            if "abs_error" in value:
+                row[f"|error| {label}"] = value["abs_error"]
+        summary.append(row)
         for at in ev["at_threshold"]:
-            t = at["threshold"]
-            named += [
-                (f"{m}@{t:g}", at[m]) for m in ("precision", "recall", "fpr", "accuracy") if m in at
-            ]
-        for metric, value in named:
-            row: dict[str, Any] = {
-                "setting": name,
-                "metric": metric,
-                "estimate": value["estimate"],
-                "se": value["se"],
-            }
-            if "exact" in value:
-                row["exact"] = value["exact"]
-                row["abs_error"] = value["abs_error"]
-            rows.append(row)
-    return rows
+            r: dict[str, Any] = {"setting": name, "threshold": f"{at['threshold']:g}"}
+            errors = []
+            for metric in ("precision", "recall", "fpr", "accuracy"):
+                r[metric] = _with_se(at[metric])
+                if at[metric].get("abs_error") is not None:
+                    errors.append(at[metric]["abs_error"])
+            if errors:
+                r["max |error|"] = max(errors)
+            at_rows.append(r)
+    return summary, at_rows
+
+
+def _receipt_line(receipt: Any) -> str:
+    """The privacy receipt in one line (the report and --json have it in full)."""
+    from fedeval.report.style import fmt_privacy, unit_in_words
+
+    g = receipt.guarantee
+    if not g.is_private:
+        return f"privacy: {receipt.model}"
+    delta = f", δ {fmt_privacy(receipt.delta_spent)}" if receipt.delta_spent else ""
+    return (
+        f"privacy: {receipt.model}; protects {unit_in_words(g.unit)}; neighbours: "
+        f"{g.relation}; ε spent {fmt_privacy(receipt.epsilon_spent)}{delta}"
+    )
 
 
 def _emit(payload: dict[str, Any], as_json: bool, header: Sequence[str] = ()) -> None:
@@ -313,7 +336,11 @@ def _emit(payload: dict[str, Any], as_json: bool, header: Sequence[str] = ()) ->
         return
     for line in header:
         print(line)
-    _print_table(_metric_rows(payload))
+    summary, at_rows = _metric_rows(payload)
+    print()
+    _print_table(summary)
+    print()
+    _print_table(at_rows)
     paths = payload["report"]
     print(f"\nreport: {paths['html']}  (markdown: {paths['markdown']}, JSON: {paths['json']})")
 
@@ -422,7 +449,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     steps.close()
     payload = evaluation_payload({name: ev}, thresholds=args.thresholds, exact=exact, source=source)
     payload["report"] = {k: str(v) for k, v in paths.items()}
-    _emit(payload, args.json, [describe_facts(facts), str(ev.tree.guarantee)])
+    _emit(payload, args.json, [describe_facts(facts), _receipt_line(ev.receipt)])
     return 0
 
 

@@ -181,7 +181,9 @@ def test_console_table_shows_every_threshold(
     args = [*_evaluate(scores_csv, tmp_path), "--privacy", "sa", "--quiet"]
     assert main([*args, "--thresholds", "0.3", "0.6", "--out", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
-    assert "precision@0.3" in out and "precision@0.6" in out
+    rows = [line.split() for line in out.splitlines()]
+    thresholds = [r[1] for r in rows if len(r) > 2 and r[0] == "sa"]
+    assert thresholds[-2:] == ["0.3", "0.6"], out
 
 
 def test_progress_bar_names_each_step_on_stderr(
