@@ -112,7 +112,7 @@ def write_calibration_report(
         ]
     )
     body = (
-        "<section class='figures'><figure>"
+        "<section class='figures wide'><figure>"
         f"<img alt='reliability diagrams' src='data:image/png;base64,{png_data_uri(fig)}'>"
         "<figcaption>Reliability diagrams on the held-out clients, before and after "
         "calibration: bars are the observed frequency per bin (number of examples above "

@@ -37,6 +37,7 @@ h2{font-size:1.25em;margin:1.8em 0 .6em;border-bottom:1px solid var(--line);padd
 h3{font-size:1.05em;margin:1.3em 0 .4em}
 .figures{display:flex;flex-wrap:wrap;gap:1em}
 .figures figure{flex:1 1 400px;max-width:540px}
+.figures.wide figure{max-width:none;flex-basis:100%}
 figure{margin:0;background:#fff;border:1px solid var(--line);border-radius:6px;padding:.5em}
 figure img{display:block;width:100%;height:auto}
 figcaption{color:var(--muted);font-size:.85em;max-width:520px;padding:.3em .2em 0}
