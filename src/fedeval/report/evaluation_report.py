@@ -60,14 +60,20 @@ _BAND_LEVEL = 0.9
 def pr_band(
     ev: Evaluation, recall_grid: Any = None, *, level: float = _BAND_LEVEL
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """Pointwise band of precision over a grid of recall (parametric bootstrap).
+    """Pointwise band of precision over a grid of recall.
 
-    The twin of :meth:`fedeval.evaluation.Evaluation.roc_band`: the same replicates
+    ``ev.pr_band`` when the evaluation has one; otherwise (this branch's fallback) the twin of :meth:`fedeval.evaluation.Evaluation.roc_band`: the same replicates
     of the released hierarchy (:func:`fedeval.postprocess.bootstrap.bootstrap_values`,
     budget-free post-processing), each turned into a PR curve with the evaluation's
     own options and read at ``recall_grid``. Exact (lower = upper) without noise;
     NaN when no replicate has both classes.
     """
+    own = getattr(ev, "pr_band", None)
+    if callable(own):  # Evaluation.pr_band (delta method), where the evaluation has one
+        result: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] = own(
+            _GRID if recall_grid is None else recall_grid, level=level
+        )
+        return result
     from fedeval.metrics.precision_recall import precision_recall_curve
     from fedeval.postprocess.bootstrap import bootstrap_values
 
