@@ -221,6 +221,11 @@ def describe_facts(facts: dict[str, Any]) -> str:
     )
 
 
+# The names these helpers had before (other branches' command functions use them).
+_public_facts = public_facts
+_describe = describe_facts
+
+
 def _source(path: str | None, facts: dict[str, Any], what: str | None = None) -> dict[str, Any]:
     """The report header's input: a name and only public sizes (never a byte count)."""
     return {
