@@ -51,8 +51,9 @@ def test_evaluate_writes_report_and_json(
     )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
-    assert 0.5 < payload["summary"]["roc_auc"] < 1
-    assert payload["summary"]["epsilon_spent"] == pytest.approx(1.0)
+    (ev,) = payload["evaluations"].values()
+    assert 0.5 < ev["metrics"]["roc_auc"]["estimate"] < 1
+    assert ev["receipt"]["epsilon_spent"] == pytest.approx(1.0)
     assert {p.name for p in out.iterdir()} == {"report.html", "report.md", "results.json"}
     assert "data:image/png;base64," in (out / "report.html").read_text()
 
@@ -155,7 +156,7 @@ def test_scores_outside_domain(tmp_path: Path, capsys: pytest.CaptureFixture[str
         )
         == 2
     )
-    assert "score_range" in capsys.readouterr().err
+    assert "--score-min" in capsys.readouterr().err
 
 
 def test_calibrate_writes_calibrator_and_report(scores_csv: Path, tmp_path: Path) -> None:
@@ -244,8 +245,9 @@ def test_evaluate_under_dp_prints_only_public_facts(
     assert not _mentions_a_private_count(out), out
     assert str(N_CLIENTS_PUBLIC) in out
     # Without DP (secure aggregation) the count is no secret and is shown.
+    base[base.index(str(tmp_path / "rep"))] = str(tmp_path / "rep-sa")
     assert main([*base, "--privacy", "sa", *extra]) == 0
-    assert str(N_PRIVATE) in capsys.readouterr().out
+    assert str(N_PRIVATE) in capsys.readouterr().out.replace(",", "")
 
 
 def test_evaluate_takes_a_declared_example_count(
@@ -255,9 +257,10 @@ def test_evaluate_takes_a_declared_example_count(
     args += ["--client", "client", "--privacy", "distdp", "--epsilon", "1", "--examples", "5000"]
     assert main([*args, "--out", str(tmp_path / "rep"), "--seed", "0", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["summary"]["parameters"]["n_examples"] == 5000
-    assert payload["federation"]["n_examples"] == 5000
-    assert "declared" in payload["federation"]["n_examples_source"]
+    (ev,) = payload["evaluations"].values()
+    assert ev["parameters"]["n_examples"] == 5000
+    assert payload["input"]["n_examples"] == 5000
+    assert "declared" in payload["input"]["n_examples_source"]
 
 
 @pytest.mark.parametrize("as_json", [False, True])

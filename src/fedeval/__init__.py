@@ -7,28 +7,70 @@ The one pipeline: client data → encode → federated sum under a privacy model
     fed = fe.Federation.from_arrays(scores, labels, clients)
     ev = fe.evaluate(fed, fe.DistributedDP(epsilon=1.0), rng=0)
     ev.roc_auc, ev.roc_curve(), ev.at_threshold(0.5), ev.epsilon_spent
+
+The public names are loaded on first use (PEP 562), so ``import fedeval`` and
+the ``fedeval`` command start without importing numpy, scipy or matplotlib;
+``fe.evaluate`` and the others behave exactly as if imported eagerly.
 """
 
 from __future__ import annotations
 
-from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
-from fedeval.calibration.api import calibrate
-from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
-from fedeval.evaluation import Evaluation, evaluate
-from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
-from fedeval.planning import Plan, plan
-from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
-from fedeval.privacy.models import (
-    CentralDP,
-    DistributedDP,
-    LabelDP,
-    LocalDP,
-    SecureAggregation,
-    UserLevelDP,
-)
-from fedeval.report.evaluation_report import write_report
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
+    from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
+    from fedeval.calibration.api import calibrate
+    from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
+    from fedeval.evaluation import Evaluation, evaluate
+    from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
+    from fedeval.planning import Plan, plan
+    from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
+    from fedeval.privacy.models import (
+        CentralDP,
+        DistributedDP,
+        LabelDP,
+        LocalDP,
+        SecureAggregation,
+        UserLevelDP,
+    )
+    from fedeval.report.evaluation_report import write_report
 
 __version__ = "0.1.0"
+
+# public name -> (module, attribute or None for the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "calibration": ("fedeval.calibration", None),
+    "ecdf": ("fedeval.ecdf", None),
+    "metrics": ("fedeval.metrics", None),
+    "privacy": ("fedeval.privacy", None),
+    "report": ("fedeval.report", None),
+    "sketches": ("fedeval.sketches", None),
+    "vertical": ("fedeval.vertical", None),
+    "calibrate": ("fedeval.calibration.api", "calibrate"),
+    "ClientView": ("fedeval.data", "ClientView"),
+    "Federation": ("fedeval.data", "Federation"),
+    "demo": ("fedeval.data", "demo"),
+    "partition": ("fedeval.data", "partition"),
+    "read": ("fedeval.data", "read"),
+    "Scan": ("fedeval.data", "Scan"),
+    "scan": ("fedeval.data", "scan"),
+    "Evaluation": ("fedeval.evaluation", "Evaluation"),
+    "evaluate": ("fedeval.evaluation", "evaluate"),
+    "MulticlassEvaluation": ("fedeval.multiclass_evaluation", "MulticlassEvaluation"),
+    "evaluate_multiclass": ("fedeval.multiclass_evaluation", "evaluate_multiclass"),
+    "Plan": ("fedeval.planning", "Plan"),
+    "plan": ("fedeval.planning", "plan"),
+    "BudgetExceededError": ("fedeval.privacy.ledger", "BudgetExceededError"),
+    "BudgetLedger": ("fedeval.privacy.ledger", "BudgetLedger"),
+    "CentralDP": ("fedeval.privacy.models", "CentralDP"),
+    "DistributedDP": ("fedeval.privacy.models", "DistributedDP"),
+    "LabelDP": ("fedeval.privacy.models", "LabelDP"),
+    "LocalDP": ("fedeval.privacy.models", "LocalDP"),
+    "SecureAggregation": ("fedeval.privacy.models", "SecureAggregation"),
+    "UserLevelDP": ("fedeval.privacy.models", "UserLevelDP"),
+    "write_report": ("fedeval.report.evaluation_report", "write_report"),
+}
 
 __all__ = [
     "BudgetExceededError",
@@ -63,3 +105,18 @@ __all__ = [
     "vertical",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'fedeval' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

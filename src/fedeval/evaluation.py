@@ -29,7 +29,6 @@ from numpy.typing import NDArray
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation, Scan
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
-from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.dense import (
     BoundaryCounts,
@@ -47,6 +46,7 @@ from fedeval.metrics.precision_recall import (
 )
 from fedeval.metrics.quantile_ecdf import Interpolation
 from fedeval.metrics.roc import CurveMethod, roc_curve
+from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
 from fedeval.planning import Plan, plan, public_example_count
 from fedeval.postprocess.bootstrap import bootstrap_values
 from fedeval.privacy.guarantee import Guarantee

@@ -242,4 +242,5 @@ def test_same_report_files_as_fedeval_evaluate(run: dict) -> None:
     for f in ("report.html", "report.md", "results.json", "flower_result.json"):
         assert (out / f).is_file()
     payload = json.loads((out / "results.json").read_text())
-    assert {row["setting"] for row in payload["summary"]} == {"sa", "distdp eps=1", "ldp eps=1"}
+    assert payload["schema"] == "fedeval.evaluation/1"  # the schema of `fedeval evaluate`
+    assert set(payload["evaluations"]) == {"sa", "distdp eps=1", "ldp eps=1"}

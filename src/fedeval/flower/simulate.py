@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fedeval.cli import add_flower_sim_arguments  # defined there: --help imports nothing heavy
 from fedeval.data import Federation
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.sampling import assign_groups, uniform_seed
@@ -92,6 +94,19 @@ def write_partitions(
     return paths, largest
 
 
+class _NoRunSimulationDeprecation(logging.Filter):
+    """Drop flwr's notice that ``run_simulation`` is deprecated in favour of ``flwr run``.
+
+    ``fedeval flower-sim`` is the in-process path on purpose (one command, no
+    SuperLink); ``examples/flower`` shows ``flwr run`` and the deployment engine. The
+    notice is noise for users of the command, who cannot act on it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        return not ("DEPRECATED FEATURE" in text and "run_simulation" in record.getMessage())
+
+
 def run_flower_simulation(
     *,
     num_supernodes: int,
@@ -130,16 +145,22 @@ def run_flower_simulation(
     out.mkdir(parents=True, exist_ok=True)
     for f in (RESULT_FILE, ERROR_FILE):
         (out / f).unlink(missing_ok=True)
-    run_simulation(
-        server_app=make_server_app(server),
-        client_app=make_client_app(client_config),
-        num_supernodes=num_supernodes,
-        backend_config={
-            "client_resources": {"num_cpus": num_cpus_per_client, "num_gpus": 0.0},
-            "init_args": {"logging_level": "ERROR", "log_to_driver": verbose},
-        },
-        verbose_logging=verbose,
-    )
+    flwr_logger = logging.getLogger("flwr")
+    quiet = _NoRunSimulationDeprecation()
+    flwr_logger.addFilter(quiet)
+    try:
+        run_simulation(
+            server_app=make_server_app(server),
+            client_app=make_client_app(client_config),
+            num_supernodes=num_supernodes,
+            backend_config={
+                "client_resources": {"num_cpus": num_cpus_per_client, "num_gpus": 0.0},
+                "init_args": {"logging_level": "ERROR", "log_to_driver": verbose},
+            },
+            verbose_logging=verbose,
+        )
+    finally:
+        flwr_logger.removeFilter(quiet)
     if (out / ERROR_FILE).exists():
         raise RuntimeError((out / ERROR_FILE).read_text().strip())
     if not (out / RESULT_FILE).exists():
@@ -242,63 +263,6 @@ def simulate(
 
 
 # ------------------------------------------------------------------------ CLI
-def add_flower_sim_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``fedeval flower-sim``."""
-    parser.add_argument("file", help="CSV/Parquet file of scores and labels")
-    parser.add_argument("--clients", type=int, required=True, help="simulated Flower clients")
-    parser.add_argument("--score", default="score")
-    parser.add_argument("--label", default="label")
-    parser.add_argument("--client", default=None, help="client column (default: split rows)")
-    parser.add_argument("--privacy", nargs="+", choices=["sa", "distdp", "ldp"], default=["sa"])
-    parser.add_argument("--epsilon", type=float, default=None)
-    parser.add_argument("--noise", choices=["polya", "skellam"], default="polya")
-    parser.add_argument("--delta", type=float, default=None)
-    parser.add_argument("--height", type=int, default=None)
-    parser.add_argument("--branching", type=int, default=2)
-    parser.add_argument("--buckets", type=int, default=None)
-    parser.add_argument("--quantiles", type=int, default=None)
-    parser.add_argument("--max-dropouts", type=int, default=1)
-    parser.add_argument("--min-clients", type=int, default=3)
-    parser.add_argument("--clip-probability", type=float, default=1e-9)
-    parser.add_argument(
-        "--max-examples-per-client",
-        type=int,
-        default=None,
-        help="public bound on one client's examples (required under DP: every client keeps "
-        "at most this many, at random; SA alone defaults to the largest client)",
-    )
-    parser.add_argument(
-        "--no-secagg",
-        action="store_true",
-        help="plaintext sums instead of SecAgg+ (benchmarking only: the server sees every "
-        "client's vector; DistDP also needs --allow-plaintext-shares)",
-    )
-    parser.add_argument(
-        "--allow-plaintext-shares",
-        action="store_true",
-        help="with --no-secagg, run DistDP anyway: its receipt states the (much larger) ε "
-        "of one noise share seen alone",
-    )
-    parser.add_argument(
-        "--allow-sa-with-dp",
-        action="store_true",
-        help="evaluate SA and DP settings on the same clients anyway (the DP receipts do "
-        "not protect against the exact SA release)",
-    )
-    parser.add_argument(
-        "--total-epsilon", type=float, default=None, help="the run's ε budget over all settings"
-    )
-    parser.add_argument(
-        "--total-delta", type=float, default=None, help="the run's δ budget over all settings"
-    )
-    parser.add_argument("--score-min", type=float, default=0.0)
-    parser.add_argument("--score-max", type=float, default=1.0)
-    parser.add_argument("--thresholds", type=float, nargs="+", default=[0.5])
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--out", default="fedeval-flower-report")
-    parser.add_argument("--json", action="store_true")
-
-
 def run_flower_sim_command(args: argparse.Namespace) -> int:
     """Handler of ``fedeval flower-sim``: partition FILE over N clients and run the apps.
 
@@ -350,9 +314,23 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         raise ValueError(f"Flower simulation failed: {exc}") from None
     if args.json:
-        print(json.dumps(result, default=float))
+        # The evaluation schema of `fedeval evaluate --json` (estimates, standard errors,
+        # receipts; written by the ServerApp as results.json), plus the run's facts. The
+        # released sums themselves stay in flower_result.json.
+        payload = json.loads((Path(args.out) / "results.json").read_text())
+        payload["flower"] = _run_summary(result)
+        payload["report"] = {
+            "html": str(Path(args.out) / "report.html"),
+            "flower_result": str(Path(args.out) / "flower_result.json"),
+        }
+        print(json.dumps(payload, default=float))
         return 0
-    print(f"{fed}\nFlower simulation with {args.clients} clients")
+    from fedeval.cli import describe_facts, public_facts
+
+    models = [_model_of(p, args) for p in args.privacy]
+    print(
+        f"{describe_facts(public_facts(fed, models))}\nFlower simulation with {args.clients} clients"
+    )
     for name, ev in result["evaluations"].items():
         facts = ev["facts"]
         print(
@@ -376,3 +354,26 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
     print("(failed or rejected clients are named in the server log, not in the result)")
     print(f"\nreport: {Path(args.out) / 'report.html'}")
     return 0
+
+
+_RAW_KEYS = ("released_sum", "released_levels")
+
+
+def _run_summary(result: Mapping[str, Any]) -> dict[str, Any]:
+    """``flower_result.json`` without the released vectors (facts, timing, bytes, ledger)."""
+    out = {k: v for k, v in result.items() if k != "evaluations"}
+    out["evaluations"] = {
+        name: {k: v for k, v in ev.items() if k not in _RAW_KEYS}
+        for name, ev in result.get("evaluations", {}).items()
+    }
+    return out
+
+
+def _model_of(name: str, args: argparse.Namespace) -> PrivacyModel:
+    """The model a ``--privacy`` name of ``fedeval flower-sim`` stands for (for public facts)."""
+    from fedeval.privacy.models import privacy_model
+
+    if name == "sa":
+        return privacy_model("sa")
+    kwargs: dict[str, Any] = {"noise": args.noise} if name == "distdp" else {}
+    return privacy_model(name, epsilon=args.epsilon, delta=args.delta, **kwargs)

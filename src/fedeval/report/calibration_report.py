@@ -15,9 +15,10 @@ from fedeval.metrics.calibration_error import (
     expected_calibration_error,
     maximum_calibration_error,
 )
-from fedeval.report.evaluation_report import html_table, md_table, png_data_uri
+from fedeval.report.evaluation_report import png_data_uri
 from fedeval.report.files import write_all_or_nothing
 from fedeval.report.reliability import reliability_diagram
+from fedeval.report.style import html_table, md_table, page, receipt_block, receipt_lines
 
 __all__ = ["write_calibration_report"]
 
@@ -31,6 +32,7 @@ def write_calibration_report(
     n_bins: int = 15,
     title: str = "fedeval calibration report",
     privacy: str = "",
+    source: str | None = None,
 ) -> dict[str, Path]:
     """Write ``calibrator.json``, ``calibration-report.html`` and ``calibration-report.md``.
 
@@ -48,6 +50,8 @@ def write_calibration_report(
     out_dir : path
     privacy : str, optional
         The privacy model in words; default: the one in the calibrator's receipt.
+    source : str, optional
+        The input's name for the header (e.g. the file name).
     """
     out = Path(out_dir)
     scores = np.asarray(test_scores, dtype=np.float64)
@@ -88,39 +92,35 @@ def write_calibration_report(
     # The calibrator carries the receipt of the release(s) it was learned from:
     # its guarantee and one row per ledger entry (budget splits stay visible).
     receipt_of = calibrator.privacy_receipt
-    guarantee = receipt_of.guarantee
     model = privacy or receipt_of.model
-    receipt = (
-        f"privacy: {model}; ε spent: {receipt_of.epsilon_spent:.6g}, "
-        f"δ spent: {receipt_of.delta_spent:.3g}; guarantee: {guarantee.statement}"
+    held_out = (
+        f"held-out examples: {labels.shape[0]:,} (simulation check); {n_bins} equal-width bins"
     )
-    budget_rows = receipt_of.rows()
+    header = [f"privacy: {html.escape(model)}", html.escape(held_out)]
+    if source:
+        header.insert(0, f"input: <b>{html.escape(str(source))}</b>")
     md = "\n".join(
         [
             f"# {title}",
             "",
-            receipt,
-            "",
+            *(line.replace("<b>", "**").replace("</b>", "**") + "\n" for line in header),
             md_table(rows),
             "",
             "## Privacy receipt",
             "",
-            md_table(budget_rows),
-            "",
-            f"Held-out examples: {labels.shape[0]}; {n_bins} equal-width bins.",
-            "",
+            *receipt_lines(receipt_of),
         ]
     )
-    doc = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(receipt)}</p>"
+    body = (
+        "<section class='figures wide'><figure>"
         f"<img alt='reliability diagrams' src='data:image/png;base64,{png_data_uri(fig)}'>"
-        f"{html_table(rows)}<h2>Privacy receipt</h2>{html_table(budget_rows)}"
-        f"<p>Held-out examples: {labels.shape[0]}; {n_bins} equal-width bins.</p>"
-        "</body></html>"
+        "<figcaption>Reliability diagrams on the held-out clients, before and after "
+        "calibration: bars are the observed frequency per bin (number of examples above "
+        "each bar), the step line the fraction of examples per bin.</figcaption></figure>"
+        f"</section><h2>Calibration error</h2>{html_table(rows)}"
+        f"<h2>Privacy receipt</h2>{receipt_block(receipt_of)}"
     )
+    doc = page(title, header, body)
     out.mkdir(parents=True, exist_ok=True)
     targets = {
         "calibrator": out / "calibrator.json",

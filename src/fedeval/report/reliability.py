@@ -50,7 +50,8 @@ def reliability_diagram(
     label : str, optional
         Legend label of this curve.
     show_counts : bool
-        Add a twin axis with the fraction of examples per bin.
+        Add a twin axis with the fraction of examples per bin, and write each
+        non-empty bin's number of examples above its bar.
 
     Returns
     -------
@@ -104,6 +105,18 @@ def reliability_diagram(
     ax.set_ylabel("observed frequency")
     ax.legend(loc="upper left", fontsize="small")
     if show_counts:
+        tops = bins.fraction_positive[nonempty]
+        for x, w, top, n in zip(left, width, tops, bins.counts[nonempty], strict=True):
+            ax.text(
+                x + w / 2,
+                min(float(top) + 0.02, 0.97),
+                f"{int(n):,}",
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                rotation=90,
+                color="0.25",
+            )
         twin = ax.twinx()
         twin.step(
             bins.edges,

@@ -1,0 +1,77 @@
+"""What the evaluation report says: header, readable receipt, bands, formatted numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fedeval as fe
+from fedeval.report.evaluation_report import pr_band
+from fedeval.report.style import fmt, fmt_privacy
+
+
+def test_privacy_numbers_read_like_numbers() -> None:
+    # Issue 16: "ε spent 2.9999985582170847" and "δ 0.00000" for a real δ of 1e-5.
+    assert fmt_privacy(2.9999985582170847) == "3"
+    assert fmt_privacy(1e-5) == "1.0e-05"
+    assert fmt_privacy(0.0) == "0"
+    assert fmt_privacy(float("inf")).startswith("∞")
+    assert fmt(0.123456789) == "0.1235" and fmt(3.2e-6) == "3.2e-06" and fmt(12345) == "12,345"
+    assert fmt(float("nan")) == "n/a"
+
+
+@pytest.fixture(scope="module")
+def fed() -> fe.Federation:
+    rng = np.random.default_rng(7)
+    n = 4000
+    y = rng.integers(0, 2, n)
+    s = np.clip(rng.normal(0.35 + 0.25 * y, 0.17), 0, 1)
+    return fe.Federation.from_arrays(s, y, rng.integers(0, 400, n))
+
+
+def test_header_names_the_input_and_only_public_sizes(fed: fe.Federation, tmp_path: Path) -> None:
+    ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0, bootstrap_replicates=20)
+    source = {"name": "scores.parquet", "kind": "binary", "n_clients": 400}
+    source |= {"n_examples": None, "score_range": [0.0, 1.0]}
+    paths = fe.report.write_report({"dp": ev}, tmp_path, source=source)
+    text = paths["html"].read_text()
+    header = text[text.index("<header>") : text.index("</header>")]
+    assert "scores.parquet" in header and "400 clients" in header
+    assert "number of examples not public" in header
+    assert "4,000" not in text and "4000" not in re.sub(r"base64,[^'\"]+", "", text)
+    # The readable receipt: unit in words, neighbours, ε as a number, what is public.
+    for words in ("one example (one row of the input)", "add or remove one example", "ε spent"):
+        assert words in text
+    assert "2.99999" not in text and "0.00000" not in text
+
+
+def test_delta_is_written_in_scientific_notation(fed: fe.Federation, tmp_path: Path) -> None:
+    ev = fe.evaluate(
+        fed, fe.DistributedDP(1.0, noise="skellam", delta=1e-5), rng=0, bootstrap_replicates=20
+    )
+    text = fe.report.write_report({"skellam": ev}, tmp_path)["html"].read_text()
+    assert re.search(r"δ spent</dt><dd>\d\.\de-0\d", text), "δ not in scientific notation"
+
+
+def test_pr_band_has_width_under_dp_and_none_without(fed: fe.Federation) -> None:
+    dp = fe.evaluate(fed, fe.LocalDP(3.0), rng=0, bootstrap_replicates=30)
+    grid, lo, hi = pr_band(dp)
+    inside = (grid > 0.1) & (grid < 0.9)
+    assert np.all(lo[inside] <= hi[inside]) and np.median((hi - lo)[inside]) > 0
+    sa = fe.evaluate(fed, fe.SecureAggregation(), rng=0)
+    _, lo, hi = pr_band(sa)
+    assert np.array_equal(lo, hi, equal_nan=True)
+
+
+def test_results_json_is_the_cli_schema_without_nan(fed: fe.Federation, tmp_path: Path) -> None:
+    ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0, bootstrap_replicates=20)
+    paths = fe.report.write_report({"dp": ev}, tmp_path, thresholds=(0.2, 0.8))
+    raw = paths["json"].read_text()
+    assert "NaN" not in raw and "Infinity" not in raw
+    payload = json.loads(raw)
+    assert payload["schema"] == "fedeval.evaluation/1"
+    assert [a["threshold"] for a in payload["evaluations"]["dp"]["at_threshold"]] == [0.2, 0.8]
