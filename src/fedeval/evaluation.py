@@ -443,23 +443,28 @@ def _undefined_curve() -> tuple[NDArray[np.float64], NDArray[np.float64], NDArra
 
 
 AUC_ERROR_TOLERANCE = 0.05
-"""Predicted AUC error (from :func:`fedeval.plan`) above which :func:`evaluate` warns."""
+"""Standard error of the AUC from the privacy noise above which :func:`evaluate` warns."""
 
 
-def _warn_if_unreliable(tree: HierarchicalHistogram, chosen: Plan, *, stacklevel: int) -> None:
-    """Warn when the plan predicts a large AUC error or a class's released count is weak.
+def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
+    """Warn when the release's AUC is imprecise or a class's released count is weak.
 
-    The message holds released and public values only: the planner's predicted
-    error (from public inputs) and the noisy class totals with their standard
-    errors. Never an exact count.
+    The precision is the release's own delta-method standard error of the AUC
+    (:attr:`Evaluation.roc_auc_se`, from the known node variances: budget-free
+    post-processing). The planner's prediction is not used here: it plans from
+    public inputs only, and without a declared size it assumes one example per
+    client, so it overstates the error of a release that holds more examples.
+    The message holds released values only (the SE and the noisy class totals
+    with their standard errors), never an exact count.
     """
+    tree = ev.tree
     totals = tree.totals()
     reasons = []
-    predicted = float(chosen.predicted_error.get("auc", 0.0))
-    if predicted > AUC_ERROR_TOLERANCE:
+    se_auc = ev.roc_auc_se if _defined(tree) else float("nan")
+    if math.isfinite(se_auc) and se_auc > AUC_ERROR_TOLERANCE:
         reasons.append(
-            f"the planner predicts an AUC error of {predicted:.3g} "
-            f"(tolerance {AUC_ERROR_TOLERANCE:g}) for {chosen.n_clients} clients at this ε"
+            f"the AUC standard error from the privacy noise is {se_auc:.3g} "
+            f"(tolerance {AUC_ERROR_TOLERANCE:g})"
         )
     # The raw level-1 variance bounds the consistent one (consistency never
     # increases a range query's variance): the exact one is computed only when needed.
@@ -789,6 +794,7 @@ def evaluate(
         .consistent()
     )
     seed = uniform_seed(gen)
+    ev = Evaluation(tree, params, chosen, bootstrap_replicates, seed)
     if private:
-        _warn_if_unreliable(tree, chosen, stacklevel=3)
-    return Evaluation(tree, params, chosen, bootstrap_replicates, seed)
+        _warn_if_unreliable(ev, stacklevel=3)
+    return ev

@@ -15,6 +15,7 @@ from sklearn.metrics import (
 )
 
 import fedeval as fe
+from fedeval import evaluation
 from fedeval.metrics.area_error import pr_area_error, roc_area_error
 from fedeval.metrics.confusion import threshold_metrics
 from fedeval.metrics.dense import boundary_counts, dense_ap_se, dense_auc_se
@@ -175,7 +176,7 @@ def test_small_data_warns_with_numbers_and_never_raises() -> None:
     idx = np.random.default_rng(0).choice(y.size, 50, replace=False)
     fed = fe.Federation.from_arrays(s[idx], y[idx])
     for seed in range(20):
-        with pytest.warns(UserWarning, match="predicts an AUC error of") as record:
+        with pytest.warns(UserWarning, match="AUC standard error|released class count") as record:
             ev = fe.evaluate(fed, fe.LocalDP(epsilon=1.0), rng=seed)
         message = str(record[0].message)
         assert "released class totals" in message
@@ -189,6 +190,21 @@ def test_small_data_warns_with_numbers_and_never_raises() -> None:
                 assert np.isnan(value)
         _ = ev.roc_curve(), ev.precision_recall_curve(), ev.roc_band(), ev.pr_band()
         _ = ev.at_threshold(np.linspace(0, 1, 5)), ev.summary()
+
+
+def test_no_warning_when_the_release_is_precise() -> None:
+    """breast_cancer on 57 clients, DistDP ε = 1: the AUC's SE is about 0.01, so no warning.
+
+    The planner-based warning fired here (it planned for M = 57 public examples
+    and predicted an AUC error of 1.21); the warning now reads the release's own
+    standard error.
+    """
+    s, y = _breast_cancer_scores()
+    fed = fe.Federation.from_arrays(s, y, np.arange(y.size) % 57)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        ev = fe.evaluate(fed, fe.DistributedDP(epsilon=1.0), rng=1033)
+    assert ev.roc_auc_se < evaluation.AUC_ERROR_TOLERANCE
 
 
 @pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
