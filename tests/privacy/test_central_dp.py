@@ -186,6 +186,7 @@ def _leaf_outputs(model: fe.CentralDP, with_extra: bool, runs: int, seed: int) -
 
 @pytest.mark.privacy
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::UserWarning")  # tiny data on purpose: every run warns
 def test_audit_of_evaluate_under_central_dp_detects_halved_noise(monkeypatch) -> None:
     """Neighbours D, D' differ by one positive example in leaf [0, 0.5); ε = 2 claimed.
 
