@@ -58,11 +58,17 @@ METHODS: list[tuple[str, str, dict[str, Any]]] = [
     ("FedBBQ", "bbq", {"weighting": "none"}),
     ("FedBBQ all weight", "bbq", {"weighting": "all"}),
     ("FedBBQ changed weight", "bbq", {"weighting": "changed"}),
-    ("FedTemp", "temperature", {}),
-    ("FedVector", "vector", {}),
-    ("FedMatrix", "matrix", {}),
-    ("FedOPVector", "op-vector", {}),
-    ("FedOPVector l2=1e-3", "op-vector", {"l2": 1e-3}),
+    # The paper's Algorithm 2 (FedAvg of local fits, its λ = 0) ...
+    ("FedTemp", "temperature", {"optimizer": "fedavg", "l2": 0.0}),
+    ("FedVector", "vector", {"optimizer": "fedavg", "l2": 0.0}),
+    ("FedMatrix", "matrix", {"optimizer": "fedavg", "l2": 0.0}),
+    ("FedOPVector", "op-vector", {"optimizer": "fedavg", "l2": 0.0}),
+    ("FedOPVector l2=1e-3", "op-vector", {"optimizer": "fedavg", "l2": 1e-3}),
+    # ... and fedeval's default: federated Newton on the pooled NLL, ridge defaults.
+    ("Temp Newton", "temperature", {}),
+    ("Vector Newton", "vector", {}),
+    ("Matrix Newton", "matrix", {}),
+    ("OPVector Newton", "op-vector", {}),
     ("FedCal", "fedcal", {}),
 ]
 SCALING_CLIP = 0.5

@@ -137,14 +137,18 @@ def _temperature(extra: bool, model: fe.UserLevelDP) -> Any:
     fed = _multiclass_fed(extra)
 
     def one(rng: np.random.Generator) -> float:
-        cal = fe.calibrate(fed, model, method="temperature", population=1, max_iter=1, rng=rng)
+        cal = fe.calibrate(
+            fed, model, method="temperature", optimizer="fedavg", population=1, max_iter=1, rng=rng
+        )
         return float(cal.params[0])  # type: ignore[attr-defined]
 
     return run_many(one)
 
 
 def _claimed(model: fe.UserLevelDP) -> float:
-    cal = fe.calibrate(_multiclass_fed(True), model, method="temperature", population=1, rng=0)
+    cal = fe.calibrate(
+        _multiclass_fed(True), model, method="temperature", optimizer="fedavg", population=1, rng=0
+    )
     return float(cal.epsilon_spent)
 
 
@@ -165,7 +169,13 @@ def test_the_added_client_moves_the_sum_by_exactly_c() -> None:
     model = fe.UserLevelDP(1e6, 0.5, clip=CLIP)
     taus = [
         fe.calibrate(
-            _multiclass_fed(extra), model, method="temperature", population=1, max_iter=1, rng=0
+            _multiclass_fed(extra),
+            model,
+            method="temperature",
+            optimizer="fedavg",
+            population=1,
+            max_iter=1,
+            rng=0,
         ).params[0]  # type: ignore[attr-defined]
         for extra in (False, True)
     ]
