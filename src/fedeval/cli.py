@@ -301,7 +301,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import fedeval as fe
     from fedeval.privacy.models import privacy_model
-    from fedeval.report.calibration_report import write_calibration_report
+    from fedeval.report.calibration_report import heldout_comparison, write_calibration_report
 
     if args.privacy != "sa" and args.epsilon is None:
         raise CLIError(f"--privacy {args.privacy} needs --epsilon")
@@ -324,6 +324,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     )
     if not 0.0 < args.test_fraction < 1.0:
         raise CLIError(f"--test-fraction must lie in (0, 1), got {args.test_fraction}")
+    present = np.unique(fed.labels)
+    if present.size < 2:
+        # As `evaluate` refuses one-class files: a calibrator learned from one class
+        # would be a constant, and the held-out errors are undefined.
+        only = present[0] if present.size else "none"
+        raise CLIError(
+            f"every example in {args.file} has label {only}: calibration needs examples of "
+            "at least two classes"
+        )
     # Simulation: hold out whole clients to check the calibrator afterwards.
     try:
         train, test = fe.partition.split_clients(fed, args.test_fraction, rng=args.seed)
@@ -331,19 +340,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from None
     options: dict[str, Any] = {}
     if fed.kind != "binary":
-        options = {"rounds": args.rounds, "sampling_rate": args.sampling_rate}
+        options = {"sampling_rate": args.sampling_rate}
+        if args.rounds is not None:
+            options["rounds"] = args.rounds
     cal = fe.calibrate(train, privacy, method=args.method, rng=args.seed, **options)
     paths = write_calibration_report(
         cal, test.scores, test.labels, args.out, privacy=privacy.describe()
     )
+    heldout = heldout_comparison(cal, test.scores, test.labels)
+    applied = getattr(cal, "procedure", {}).get("applied", True)
     if args.json:
-        print(json.dumps({k: str(v) for k, v in paths.items()}))
+        out: dict[str, Any] = {k: str(v) for k, v in paths.items()}
+        out["heldout"] = heldout
+        out["applied"] = bool(applied)
+        print(json.dumps(out))
     else:
         print(
             f"{_describe(_public_facts(fed, [privacy]))}\n"
             f"calibrated by {args.method} on {train.n_clients} clients, "
             f"checked on {test.n_clients} held-out clients"
+            + ("" if applied else " (declined: the identity map was kept)")
         )
+        print(f"{'held-out':>14}  {'top-label ECE':>17}  {'classwise ECE':>17}  {'NLL':>17}")
+        for name in ("before", "after"):
+            h = heldout[name]
+            print(
+                f"{name:>14}  {h['ece_top']:8.4f} ± {h['ece_top_se']:.4f}  "
+                f"{h['cwece']:8.4f} ± {h['cwece_se']:.4f}  {h['nll']:8.4f} ± {h['nll_se']:.4f}"
+            )
+        print("(± one standard error on the held-out clients)")
         print(f"calibrator: {paths['calibrator']}\nreport: {paths['html']}")
     return 0
 
@@ -418,7 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="bbq",
         choices=["binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"],
     )
-    ca.add_argument("--rounds", type=int, default=1)
+    ca.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="rounds (default: 10 for scaling methods, 1 otherwise)",
+    )
     ca.add_argument("--sampling-rate", type=float, default=1.0)
     ca.add_argument(
         "--test-fraction",
