@@ -321,7 +321,8 @@ def bbq(
     path: Path = "fast",
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
-) -> BBQCalibrator:
+    do_no_harm: bool = True,
+) -> Calibrator:
     """Federated BBQ calibration of a binary score from one private hierarchy.
 
     Parameters
@@ -380,9 +381,14 @@ def bbq(
         rng=rng,
         ledger=ledger,
     )
-    return bbq_from_hierarchy(
+    cal = bbq_from_hierarchy(
         hist,
         candidate_bins=candidate_bins,
         n_candidates=n_candidates,
         prior_strength=prior_strength,
     )
+    from fedeval.calibration.do_no_harm import keep_or_decline
+
+    # BBQ's effective number of bins: the posterior mean over its models.
+    bins = float(np.dot(cal.weights, np.asarray(cal.n_bins, dtype=np.float64)))
+    return keep_or_decline(cal, hist, method="bbq", n_map_bins=bins, enabled=bool(do_no_harm))

@@ -438,7 +438,8 @@ def histogram_binning(
     path: Path = "fast",
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
-) -> HistogramBinningCalibrator:
+    do_no_harm: bool = True,
+) -> Calibrator:
     """Federated histogram-binning calibration of a binary score (Cormode–Markov §6).
 
     One private release of per-class hierarchical score histograms, then
@@ -526,4 +527,9 @@ def histogram_binning(
         rng=rng,
         ledger=ledger,
     )
-    return binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy)
+    cal = binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy)
+    from fedeval.calibration.do_no_harm import keep_or_decline
+
+    return keep_or_decline(
+        cal, hist, method="binning", n_map_bins=cal.n_bins, enabled=bool(do_no_harm)
+    )
