@@ -234,7 +234,8 @@ class NewtonRun:
     applied : bool
         False when the identity map was returned (do no harm).
     history : list of dict
-        Per round: released ΔL/n̂ of the evaluated parameters, step norm.
+        Per round: the released (noisy under DP) example count and ΔL/n̂ of
+        the evaluated parameters, the step's norm and the trust radius.
     """
 
     theta: NDArray[np.float64]
@@ -319,6 +320,7 @@ def federated_newton(
         sd = np.sqrt(variance)
         n_used = max(float(v[0]), 2.0 * float(sd[0]), 1.0)
         change, change_var = float(v[1]) / n_used, float(variance[1]) / n_used**2
+        released = {"released_examples": float(v[0]), "nll_change": change}
         if accepted is not None:
             # Trust region (Nocedal & Wright, Algorithm 4.1) on the released loss
             # changes: reject a step that did not deliver a quarter of its
@@ -327,7 +329,7 @@ def federated_newton(
             rho = actual / predicted if predicted < 0 else -1.0
             if rho < 0.25:
                 radius *= 0.25
-                history.append({"nll_change": change, "step": 0.0, "radius": radius})
+                history.append({**released, "step": 0.0, "radius": radius})
                 theta = accepted[0] + step * 0.25
                 step = step * 0.25
                 predicted = _quadratic(model, step)
@@ -370,9 +372,7 @@ def federated_newton(
 
         model = (grad, h_psd, n_used)
         predicted = _quadratic(model, step)
-        history.append(
-            {"nll_change": change, "step": float(np.sqrt(step @ step)), "radius": radius}
-        )
+        history.append({**released, "step": float(np.sqrt(step @ step)), "radius": radius})
         theta = theta + step
         if family == "temperature":
             theta = np.clip(theta, 1e-3, 1e3)

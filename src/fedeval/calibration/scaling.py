@@ -277,6 +277,7 @@ def fit_scaling(
             applied=run_n.applied,
             estimated_nll_change=run_n.nll_change,
             estimated_nll_change_se=run_n.nll_change_se,
+            history=run_n.history,
         )
         return ScalingCalibrator(
             family,
