@@ -259,7 +259,13 @@ def bbq_from_hierarchy(
     n_leaves = hist.spec.n_leaves
     m_hat = float(np.maximum(hist.totals(), 0.0).sum())
     if candidate_bins is None:
-        cands = bbq_candidate_bins(m_hat, n_candidates=n_candidates, max_bins=n_leaves)
+        from fedeval.calibration.binning import noise_aware_n_bins
+
+        # Never finer than the noise supports (binning.noise_aware_n_bins).
+        _, supported = noise_aware_n_bins(hist, m_hat)
+        cands = bbq_candidate_bins(
+            m_hat, n_candidates=n_candidates, max_bins=min(n_leaves, supported)
+        )
     else:
         if len(candidate_bins) == 0:
             raise ValueError("candidate_bins must hold at least one number of buckets")
