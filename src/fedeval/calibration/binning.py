@@ -59,10 +59,10 @@ __all__ = [
     "HistogramBinningCalibrator",
     "binning_from_hierarchy",
     "default_n_bins",
-    "noise_aware_n_bins",
-    "predicted_bins_error",
     "histogram_binning",
+    "noise_aware_n_bins",
     "planning_size",
+    "predicted_bins_error",
 ]
 
 BinaryPrivacy = PrivacyModel
