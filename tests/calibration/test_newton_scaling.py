@@ -151,3 +151,12 @@ def test_do_no_harm_returns_the_identity_with_the_numbers_in_a_warning():
         )
     assert cal.procedure["applied"] is False
     np.testing.assert_allclose(cal.predict_proba(z_te), z_to_p(z_te), atol=1e-12)
+
+
+def test_one_round_returns_the_newton_step_from_that_round():
+    # T = 1 evaluates only the identity; its quadratic model predicts the step's gain.
+    fed, _, _, z_te, y_te = _digits()
+    cal = calibrate_multiclass(fed, SecureAggregation(), method="temperature", rounds=1, rng=0)
+    assert cal.procedure["applied"] is True
+    assert cal.procedure["estimated_nll_change"] < 0
+    assert cal.temperature > 1.0  # logits ×3 are overconfident: the step raises τ

@@ -45,7 +45,9 @@ Choices where nothing is prescribed (documented and tested):
   buried in noise gives no step.
 * The returned map is the last *accepted* parameters, whose pooled NLL change
   ΔL/n̂ was released by a round (the last round's proposal is never
-  evaluated, so it is not returned).
+  evaluated, so it is not returned), unless no step beyond the identity was
+  ever accepted (e.g. T = 1): then the last proposal, whose change is
+  estimated by the quadratic model of the release it was computed from.
 * Do no harm: that released ΔL/n̂ estimates the pooled NLL change of the
   returned map, from the rounds' own releases (no extra budget). If its upper
   one-standard-error bound is not below 0, the identity map is returned with
@@ -414,8 +416,13 @@ def _rounds(
         if family == "temperature":
             theta = np.clip(theta, 1e-3, 1e3)
     assert accepted is not None
+    proposal = theta
     theta, estimate, est_var = accepted
     se = math.sqrt(est_var)
+    if np.array_equal(theta, theta0) and predicted < 0.0:
+        # No step was ever evaluated (T = 1, or every step rejected): the last
+        # proposal, judged by the quadratic model of its own round's release.
+        theta, estimate = proposal, estimate + predicted
     applied = True
     if do_no_harm and not estimate + se < 0.0:
         applied = False
