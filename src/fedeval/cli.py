@@ -222,11 +222,6 @@ def describe_facts(facts: dict[str, Any]) -> str:
     )
 
 
-# The names these helpers had before (other branches' command functions use them).
-_public_facts = public_facts
-_describe = describe_facts
-
-
 def _source(path: str | None, facts: dict[str, Any], what: str | None = None) -> dict[str, Any]:
     """The report header's input: a name and only public sizes (never a byte count)."""
     return {
@@ -590,7 +585,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CLIError(f"--test-fraction must lie in (0, 1), got {args.test_fraction:g}")
     import fedeval as fe
     from fedeval.privacy.models import privacy_model
-    from fedeval.report.calibration_report import write_calibration_report
+    from fedeval.report.calibration_report import heldout_comparison, write_calibration_report
 
     kwargs: dict[str, Any] = {}
     if args.privacy == "userdp":
@@ -598,7 +593,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         kwargs["clip"] = clip[0] if len(clip) == 1 else tuple(clip)
     privacy = privacy_model(args.privacy, epsilon=args.epsilon, delta=args.delta, **kwargs)
     score: str | list[str] = args.score[0] if len(args.score) == 1 else list(args.score)
-    steps = _Steps(4, "fedeval calibrate", disable=args.quiet or args.json)
+    steps = _Steps(5, "fedeval calibrate", disable=args.quiet or args.json)
     with steps.step(f"reading {Path(args.file).name}"):
         fed = fe.read(
             args.file,
@@ -610,6 +605,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     if fed.kind == "binary" and (args.rounds is not None or args.sampling_rate is not None):
         raise CLIError("--rounds and --sampling-rate apply to multiclass calibration only")
+    import numpy as np
+
+    present = np.unique(fed.labels)
+    if present.size < 2:
+        # As `evaluate` refuses one-class files: a calibrator learned from one class
+        # would be a constant, and the held-out errors are undefined.
+        only = present[0] if present.size else "none"
+        raise CLIError(
+            f"every example in {args.file} has label {only}: calibration needs examples of "
+            "at least two classes"
+        )
     # Simulation: hold out whole clients to check the calibrator afterwards.
     with steps.step("holding out clients"):
         try:
@@ -618,12 +624,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise CLIError(str(exc)) from None
     options: dict[str, Any] = {}
     if fed.kind != "binary":
-        options = {
-            "rounds": 1 if args.rounds is None else args.rounds,
-            "sampling_rate": 1.0 if args.sampling_rate is None else args.sampling_rate,
-        }
+        options = {"sampling_rate": 1.0 if args.sampling_rate is None else args.sampling_rate}
+        if args.rounds is not None:
+            options["rounds"] = args.rounds
     with steps.step(f"learning the {args.method} calibrator"):
         cal = fe.calibrate(train, privacy, method=args.method, rng=args.seed, **options)
+    with steps.step("held-out ECE and NLL"):
+        heldout = heldout_comparison(cal, test.scores, test.labels)
+    applied = getattr(cal, "procedure", {}).get("applied", True)
     with steps.step("writing report"):
         paths = write_calibration_report(
             cal,
@@ -636,13 +644,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     steps.close()
     if args.json:
-        print(json.dumps({k: str(v) for k, v in paths.items()}))
+        out: dict[str, Any] = {k: str(v) for k, v in paths.items()}
+        out["heldout"] = heldout
+        out["applied"] = bool(applied)
+        print(json.dumps(out))
     else:
         print(
             f"{describe_facts(public_facts(fed, [privacy]))}\n"
             f"calibrated by {args.method} on {train.n_clients:,} clients, "
             f"checked on {test.n_clients:,} held-out clients"
+            + ("" if applied else " (declined: the identity map was kept)")
         )
+        print(f"{'held-out':>14}  {'top-label ECE':>17}  {'classwise ECE':>17}  {'NLL':>17}")
+        for name in ("before", "after"):
+            h = heldout[name]
+            print(
+                f"{name:>14}  {h['ece_top']:8.4f} ± {h['ece_top_se']:.4f}  "
+                f"{h['cwece']:8.4f} ± {h['cwece_se']:.4f}  {h['nll']:8.4f} ± {h['nll_se']:.4f}"
+            )
+        print("(± one standard error on the held-out clients)")
         print(f"calibrator: {paths['calibrator']}\nreport: {paths['html']}")
     return 0
 
@@ -933,7 +953,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="calibration method",
     )
     ca.add_argument(
-        "--rounds", type=int, default=None, help="multiclass only: federated rounds (default: 1)"
+        "--rounds",
+        type=int,
+        default=None,
+        help="multiclass only: federated rounds (default: 10 for the scaling methods, 1 otherwise)",
     )
     ca.add_argument(
         "--sampling-rate",

@@ -116,7 +116,7 @@ def test_json_round_trip_gives_identical_predictions() -> None:
     s, y = _data(10_000, 2)
     fed = Federation.from_arrays(s, y)
     for privacy in (SecureAggregation(), DistributedDP(1.0), LocalDP(5.0)):
-        cal = bbq(fed, privacy, n_candidates=8, height=8, rng=3)
+        cal = bbq(fed, privacy, n_candidates=8, height=8, rng=3, do_no_harm=False)
         back = calibrator_from_json(cal.to_json())
         assert isinstance(back, BBQCalibrator)
         grid = np.linspace(-0.2, 1.2, 777)

@@ -24,6 +24,7 @@ from fedeval.privacy.mechanism_for import mechanism_for
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
 from fedeval.privacy.noise import CentralNoise
 from fedeval.sketches.class_histograms import OneVsRestSketch
+from fedeval.sketches.clipped_sums import ClippedSumSketch
 from fedeval.sketches.scaler_updates import ScalerUpdateSketch, clip_l2
 
 
@@ -182,6 +183,7 @@ def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
             fed,
             UserLevelDP(1.0, 1e-5, clip=0.5),
             method="temperature",
+            optimizer="fedavg",
             rounds=2,
             sampling_rate=0.5,
             rng=0,
@@ -204,6 +206,7 @@ def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
             fed,
             UserLevelDP(1.0, 1e-5, clip=0.5),
             method="temperature",
+            optimizer="fedavg",
             rounds=2,
             sampling_rate=0.5,
             rng=0,
@@ -217,15 +220,16 @@ def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
 @pytest.mark.parametrize(
     ("method", "sketch", "clip", "options", "charges"),
     [
-        ("temperature", ScalerUpdateSketch, 0.5, {}, 2),
-        ("temperature", ScalerUpdateSketch, 0.5, {"population": 8}, 1),
+        ("temperature", ScalerUpdateSketch, 0.5, {"optimizer": "fedavg"}, 2),
+        ("temperature", ScalerUpdateSketch, 0.5, {"optimizer": "fedavg", "population": 8}, 1),
+        ("temperature", ClippedSumSketch, 0.5, {}, 1),
         ("binning", OneVsRestSketch, (2.0, 4.0), {}, 1),
     ],
 )
 def test_budget_is_charged_once_before_the_first_round(
     monkeypatch: pytest.MonkeyPatch,
     method: MulticlassMethod,
-    sketch: type[OneVsRestSketch] | type[ScalerUpdateSketch],
+    sketch: type[OneVsRestSketch] | type[ScalerUpdateSketch] | type[ClippedSumSketch],
     clip: float | tuple[float, float],
     options: dict[str, Any],
     charges: int,

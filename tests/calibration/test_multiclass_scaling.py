@@ -33,7 +33,9 @@ def test_fedtemp_one_client_equals_centralised_temperature_fit() -> None:
     # Source of the expected value: a direct scipy fit of τ on the pooled NLL.
     z, y = _overconfident(2000, 6, seed=1)
     fed = Federation.from_arrays(z, y, np.zeros(len(y), dtype=int), kind="logits")
-    cal = calibrate_multiclass(fed, SecureAggregation(), method="temperature", rounds=1, rng=0)
+    cal = calibrate_multiclass(
+        fed, SecureAggregation(), method="temperature", optimizer="fedavg", l2=0.0, rounds=1, rng=0
+    )
 
     def pooled_nll(t: np.ndarray) -> float:
         o = z / t[0]
@@ -50,8 +52,12 @@ def test_fedtemp_one_client_equals_centralised_temperature_fit() -> None:
 def test_fedtemp_more_rounds_stay_at_the_fixed_point() -> None:
     z, y = _overconfident(1000, 4, seed=2)
     fed = Federation.from_arrays(z, y, np.zeros(len(y), dtype=int), kind="logits")
-    one = fit_scaling(fed, SecureAggregation(), family="temperature", rounds=1, rng=0)
-    five = fit_scaling(fed, SecureAggregation(), family="temperature", rounds=5, rng=0)
+    one = fit_scaling(
+        fed, SecureAggregation(), family="temperature", optimizer="fedavg", rounds=1, rng=0
+    )
+    five = fit_scaling(
+        fed, SecureAggregation(), family="temperature", optimizer="fedavg", rounds=5, rng=0
+    )
     assert five.temperature == pytest.approx(one.temperature, rel=1e-7)
 
 
@@ -98,7 +104,7 @@ def test_fed_op_vector_keeps_top1_accuracy_under_skew_and_dp() -> None:
     before = np.mean(np.argmax(z, axis=1) == y)
     for privacy in (SecureAggregation(), UserLevelDP(1.0, 1e-5, clip=0.5)):
         cal = calibrate_multiclass(
-            fed, privacy, method="op-vector", rounds=2, sampling_rate=0.5, rng=1
+            fed, privacy, method="op-vector", optimizer="fedavg", rounds=2, sampling_rate=0.5, rng=1
         )
         after = np.mean(np.argmax(cal.predict_proba(z), axis=1) == y)
         assert after == before
@@ -137,7 +143,13 @@ def test_temperature_improves_nll_on_overconfident_model() -> None:
     z, y = _overconfident(4000, 5, seed=8)
     fed = dirichlet(Federation.from_arrays(z, y, kind="logits"), n_clients=40, beta=0.5, rng=0)
     cal = calibrate_multiclass(
-        fed, SecureAggregation(), method="temperature", rounds=5, sampling_rate=0.5, rng=0
+        fed,
+        SecureAggregation(),
+        method="temperature",
+        optimizer="fedavg",
+        rounds=5,
+        sampling_rate=0.5,
+        rng=0,
     )
 
     def nll(p: np.ndarray) -> float:

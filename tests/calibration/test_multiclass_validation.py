@@ -35,7 +35,7 @@ def test_logits_with_nan_are_rejected() -> None:
     # A Federation built without validation is caught at the calibration boundary too.
     bad = Federation(z, np.array([0, 1, 2, 0]), np.array([0, 4]), np.array([0]), "logits")
     with pytest.raises(ValueError, match="NaN or inf"):
-        calibrate_multiclass(bad, SecureAggregation(), method="temperature")
+        calibrate_multiclass(bad, SecureAggregation(), method="temperature", optimizer="fedavg")
 
 
 def test_probabilities_must_sum_to_one(fed: Federation) -> None:
@@ -67,7 +67,9 @@ def test_rounds_below_one(fed: Federation, rounds: int) -> None:
 @pytest.mark.parametrize("rate", [0.0, -0.1, 1.5, float("nan")])
 def test_sampling_rate_outside_unit_interval(fed: Federation, rate: float) -> None:
     with pytest.raises(ValueError, match=r"sampling_rate must lie in \(0, 1\]"):
-        calibrate_multiclass(fed, SecureAggregation(), method="temperature", sampling_rate=rate)
+        calibrate_multiclass(
+            fed, SecureAggregation(), method="temperature", optimizer="fedavg", sampling_rate=rate
+        )
 
 
 @pytest.mark.parametrize("clip", [0.0, -1.0, (1.0, 0.0), (-2.0, 3.0)])
@@ -78,7 +80,9 @@ def test_non_positive_clip(clip: float | tuple[float, float]) -> None:
 
 def test_pair_clip_is_for_binning_only(fed: Federation) -> None:
     with pytest.raises(ValueError, match="pair"):
-        calibrate_multiclass(fed, UserLevelDP(1.0, 1e-5, clip=(1.0, 2.0)), method="temperature")
+        calibrate_multiclass(
+            fed, UserLevelDP(1.0, 1e-5, clip=(1.0, 2.0)), method="temperature", optimizer="fedavg"
+        )
     with pytest.raises(ValueError, match="pair"):
         calibrate_multiclass(fed, UserLevelDP(1.0, 1e-5, clip=(1.0, 2.0)), method="fedcal")
 
@@ -87,16 +91,18 @@ def test_other_bad_arguments(fed: Federation) -> None:
     with pytest.raises(ValueError, match="method must be one of"):
         calibrate_multiclass(fed, SecureAggregation(), method="isotonic")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown option"):
-        calibrate_multiclass(fed, SecureAggregation(), method="temperature", levels=3)
+        calibrate_multiclass(
+            fed, SecureAggregation(), method="temperature", optimizer="fedavg", levels=3
+        )
     # Which models a procedure accepts is now decided by privacy.mechanism_for.
     with pytest.raises(TypeError, match="DistributedDP cannot release"):
         calibrate_multiclass(fed, DistributedDP(1.0), method="bbq")
     with pytest.raises(TypeError, match="DistributedDP cannot release"):
-        calibrate_multiclass(fed, DistributedDP(1.0), method="temperature")
+        calibrate_multiclass(fed, DistributedDP(1.0), method="temperature", optimizer="fedavg")
     with pytest.raises(TypeError, match="LocalDP cannot release"):
         calibrate_multiclass(fed, LocalDP(1.0), method="binning")
     with pytest.raises(TypeError, match="LabelDP"):
-        calibrate_multiclass(fed, LabelDP(1.0), method="vector")
+        calibrate_multiclass(fed, LabelDP(1.0), method="vector", optimizer="fedavg")
     with pytest.raises(TypeError, match="not a privacy model"):
         calibrate_multiclass(fed, "userdp", method="bbq")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="covers one release"):
@@ -111,4 +117,4 @@ def test_other_bad_arguments(fed: Federation) -> None:
     with pytest.raises(ValueError, match="levels"):
         calibrate_multiclass(fed, SecureAggregation(), method="bbq", levels=0)
     with pytest.raises(ValueError, match="l2"):
-        calibrate_multiclass(fed, SecureAggregation(), method="vector", l2=-1.0)
+        calibrate_multiclass(fed, SecureAggregation(), method="vector", optimizer="fedavg", l2=-1.0)

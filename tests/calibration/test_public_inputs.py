@@ -77,7 +77,9 @@ def test_dp_fedavg_divides_by_the_declared_population() -> None:
     model = fe.UserLevelDP(1e6, 0.5, clip=0.5)
     steps = {}
     for k in (10, 20):
-        cal = fe.calibrate(fed, model, method="vector", population=k, max_iter=5, rng=1)
+        cal = fe.calibrate(
+            fed, model, method="vector", optimizer="fedavg", population=k, max_iter=5, rng=1
+        )
         steps[k] = np.asarray(cal.params) - np.r_[np.ones(3), np.zeros(3)]  # type: ignore[attr-defined]
         assert cal.procedure["population"] == {  # type: ignore[attr-defined]
             "source": "declared by the user (public input)",
@@ -94,7 +96,13 @@ def test_dp_fedavg_releases_the_population_when_none_is_declared() -> None:
     # ε large enough that the released count is close to K = 6.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        cal = fe.calibrate(fed, fe.UserLevelDP(1000.0, 1e-5, clip=0.5), method="temperature", rng=0)
+        cal = fe.calibrate(
+            fed,
+            fe.UserLevelDP(1000.0, 1e-5, clip=0.5),
+            method="temperature",
+            optimizer="fedavg",
+            rng=0,
+        )
     pop = cal.procedure["population"]  # type: ignore[attr-defined]
     assert pop["source"].startswith("released")
     assert pop["budget_share"] == 0.05
@@ -108,7 +116,12 @@ def test_dp_fedavg_releases_the_population_when_none_is_declared() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         cal = fe.calibrate(
-            fed, fe.UserLevelDP(1.0, 1e-5, clip=0.5), method="temperature", rng=0, ledger=ledger
+            fed,
+            fe.UserLevelDP(1.0, 1e-5, clip=0.5),
+            method="temperature",
+            optimizer="fedavg",
+            rng=0,
+            ledger=ledger,
         )
     eps = sorted(e.epsilon for e in ledger.entries)
     assert len(eps) == 2 and eps[0] <= 0.05 + 1e-9 and 0.9 <= eps[1] <= 0.95 + 1e-9
@@ -118,7 +131,13 @@ def test_dp_fedavg_releases_the_population_when_none_is_declared() -> None:
 def test_population_is_checked_as_an_input_format() -> None:
     fed = _multiclass(4)
     with pytest.raises(ValueError, match="population"):
-        fe.calibrate(fed, fe.UserLevelDP(1.0, 1e-5, clip=0.5), method="temperature", population=0)
+        fe.calibrate(
+            fed,
+            fe.UserLevelDP(1.0, 1e-5, clip=0.5),
+            method="temperature",
+            optimizer="fedavg",
+            population=0,
+        )
     with pytest.raises(TypeError, match="population"):
         fe.calibrate(fed, fe.UserLevelDP(1.0, 1e-5, clip=0.5), method="bbq", population=10)
 
@@ -166,7 +185,7 @@ def test_a_release_without_positive_mass_gives_a_calibrator_and_a_warning(method
     for seed in range(40):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            cal = fe.calibrate(fed, model, method=method, rng=seed)
+            cal = fe.calibrate(fed, model, method=method, rng=seed, do_no_harm=False)
         if any("no positive mass" in str(w.message) for w in caught):
             fallbacks += 1
             assert any("equal-width" in step for step in cal.post_processing)  # type: ignore[attr-defined]
@@ -182,7 +201,7 @@ def test_nan_standard_errors_survive_json() -> None:
     fed = Federation.from_arrays(np.array([0.2, 0.7, 0.9]), np.array([0, 1, 1]))
     seen_nan = False
     for seed in range(30):
-        cal = fe.calibrate(fed, fe.DistributedDP(0.5), method="binning", rng=seed)
+        cal = fe.calibrate(fed, fe.DistributedDP(0.5), method="binning", rng=seed, do_no_harm=False)
         back = calibrator_from_json(cal.to_json())
         se = np.asarray(cal.probabilities_se)  # type: ignore[attr-defined]
         np.testing.assert_array_equal(np.isnan(back.probabilities_se), np.isnan(se))  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ from fedeval.calibration.binning import (
     default_n_bins,
     histogram_binning,
 )
+from fedeval.calibration.do_no_harm import IdentityCalibrator
 from fedeval.calibration.fedcal import FedCalCalibrator
 from fedeval.calibration.federated import calibrate_multiclass
 from fedeval.calibration.multiclass_binning import MulticlassBinningCalibrator
@@ -29,6 +30,7 @@ __all__ = [
     "Calibrator",
     "FedCalCalibrator",
     "HistogramBinningCalibrator",
+    "IdentityCalibrator",
     "MulticlassBinningCalibrator",
     "ScalingCalibrator",
     "bbq",

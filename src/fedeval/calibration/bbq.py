@@ -259,7 +259,13 @@ def bbq_from_hierarchy(
     n_leaves = hist.spec.n_leaves
     m_hat = float(np.maximum(hist.totals(), 0.0).sum())
     if candidate_bins is None:
-        cands = bbq_candidate_bins(m_hat, n_candidates=n_candidates, max_bins=n_leaves)
+        from fedeval.calibration.binning import noise_aware_n_bins
+
+        # Never finer than the noise supports (binning.noise_aware_n_bins).
+        _, supported = noise_aware_n_bins(hist, m_hat)
+        cands = bbq_candidate_bins(
+            m_hat, n_candidates=n_candidates, max_bins=min(n_leaves, supported)
+        )
     else:
         if len(candidate_bins) == 0:
             raise ValueError("candidate_bins must hold at least one number of buckets")
@@ -321,7 +327,8 @@ def bbq(
     path: Path = "fast",
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
-) -> BBQCalibrator:
+    do_no_harm: bool = True,
+) -> Calibrator:
     """Federated BBQ calibration of a binary score from one private hierarchy.
 
     Parameters
@@ -380,9 +387,14 @@ def bbq(
         rng=rng,
         ledger=ledger,
     )
-    return bbq_from_hierarchy(
+    cal = bbq_from_hierarchy(
         hist,
         candidate_bins=candidate_bins,
         n_candidates=n_candidates,
         prior_strength=prior_strength,
     )
+    from fedeval.calibration.do_no_harm import keep_or_decline
+
+    # BBQ's effective number of bins: the posterior mean over its models.
+    bins = float(np.dot(cal.weights, np.asarray(cal.n_bins, dtype=np.float64)))
+    return keep_or_decline(cal, hist, method="bbq", n_map_bins=bins, enabled=bool(do_no_harm))

@@ -48,7 +48,7 @@ from fedeval.calibration.base import Calibrator, register, warn_degenerate
 from fedeval.data import Federation
 from fedeval.planning import public_example_count
 from fedeval.privacy.ledger import BudgetLedger
-from fedeval.privacy.models import PrivacyModel, SecureAggregation
+from fedeval.privacy.models import PrivacyModel
 from fedeval.randomness import RNGLike
 from fedeval.sketches.grid import bin_of_edges
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
@@ -60,7 +60,9 @@ __all__ = [
     "binning_from_hierarchy",
     "default_n_bins",
     "histogram_binning",
+    "noise_aware_n_bins",
     "planning_size",
+    "predicted_bins_error",
 ]
 
 BinaryPrivacy = PrivacyModel
@@ -193,6 +195,69 @@ def default_n_bins(n_examples: float, privacy: BinaryPrivacy) -> int:
     local = privacy.regime == "local"
     b = math.sqrt(privacy.epsilon * math.sqrt(m)) if local else m ** (1.0 / 3.0)
     return max(1, round(b))
+
+
+#: A bucket must hold at least this many noise standard deviations of examples.
+MIN_SIGNAL_TO_NOISE = 3.0
+
+
+def predicted_bins_error(
+    hist: HierarchicalHistogram, m_hat: float, candidates: NDArray[np.int64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Predicted mean calibration error of B buckets, and each bucket count's noise sd.
+
+    The error of a histogram-binning map with B equal-mass buckets over M
+    examples is predicted as the sum of
+
+    * binning bias 1/(4B): a calibration function of slope ≤ 1 varies by 1/B
+      across a bucket, and the mean absolute deviation from its average is a
+      quarter of that;
+    * sampling error ½√(B/M): the standard deviation √(p(1 − p)/(M/B)) at its
+      largest (p = ½);
+    * noise error σ_B·B/M: the released count of a bucket covering 1/B of
+      the score domain has noise standard deviation σ_B (from the release's
+      known noise), relative to its M/B examples.
+
+    With no noise the minimiser is B = M^{1/3}, Cormode–Markov's Theorem 7
+    rate; noise moves it to coarser buckets.
+
+    Returns
+    -------
+    error : ndarray, shape (len(candidates),)
+    noise_sd : ndarray, shape (len(candidates),)
+
+    References
+    ----------
+    cormode-markov-2023-federated-calibration-evaluation Theorems 7–8 (the
+    three terms and the M^{1/3} rate).
+    """
+    m = max(float(m_hat), 1.0)
+    lo, hi = hist.spec.score_range
+    b = np.asarray(candidates, dtype=np.float64)
+    low = np.full(b.shape, float(lo))
+    high = np.minimum(lo + (hi - lo) / b, hi)
+    _, v1 = hist.range_counts(low, high, cls=1)
+    _, v0 = hist.range_counts(low, high, cls=0)
+    sd = np.sqrt(np.asarray(v0) + np.asarray(v1))
+    err = 1.0 / (4.0 * b) + 0.5 * np.sqrt(b / m) + sd * b / m
+    return err, sd
+
+
+def noise_aware_n_bins(hist: HierarchicalHistogram, m_hat: float) -> tuple[int, int]:
+    """(B minimising :func:`predicted_bins_error`, the largest B the noise supports).
+
+    "Supported": every bucket's expected count M̂/B is at least
+    ``MIN_SIGNAL_TO_NOISE`` times its noise standard deviation. Both come
+    from the released total and the release's known noise: post-processing.
+    """
+    n_leaves = hist.spec.n_leaves
+    cands = np.unique(np.rint(np.geomspace(1, n_leaves, min(n_leaves, 64))).astype(np.int64))
+    err, sd = predicted_bins_error(hist, m_hat, cands)
+    m = max(float(m_hat), 1.0)
+    ok = m / cands >= MIN_SIGNAL_TO_NOISE * sd
+    supported = int(cands[ok].max()) if ok.any() else 1
+    best = int(cands[np.argmin(np.where(ok, err, np.inf))]) if ok.any() else 1
+    return best, supported
 
 
 def planning_size(fed: Federation, privacy: BinaryPrivacy, n_examples: int | None) -> float:
@@ -359,8 +424,9 @@ def binning_from_hierarchy(
         here if it is not.
     n_bins : int, optional
         Number of equi-depth buckets requested, B >= 1 (fewer result when
-        snapped boundaries coincide). Default :func:`default_n_bins` of the
-        released total.
+        snapped boundaries coincide). Default: the B of smallest predicted
+        error at the release's noise (:func:`noise_aware_n_bins`), never finer
+        than the noise supports.
     privacy : model, optional
         Only used for the default B (its ε under local DP); default: SA rule.
 
@@ -387,7 +453,10 @@ def binning_from_hierarchy(
     steps.append("consistency (Hay et al. 2010)")
     m_hat = float(np.maximum(hist.totals(), 0.0).sum())
     if n_bins is None:
-        nb = default_n_bins(m_hat, privacy if privacy is not None else SecureAggregation())
+        # The bucket count with the smallest predicted error at this release's
+        # noise, never finer than the noise supports.
+        nb, _ = noise_aware_n_bins(hist, m_hat)
+        steps.append(f"{nb} buckets: the smallest predicted error at the release's noise")
     else:
         nb = check_int_at_least(n_bins, 1, name="n_bins")
     nb = min(nb, hist.spec.n_leaves)
@@ -438,7 +507,8 @@ def histogram_binning(
     path: Path = "fast",
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
-) -> HistogramBinningCalibrator:
+    do_no_harm: bool = True,
+) -> Calibrator:
     """Federated histogram-binning calibration of a binary score (Cormode–Markov §6).
 
     One private release of per-class hierarchical score histograms, then
@@ -451,9 +521,10 @@ def histogram_binning(
         Binary task: 1-D scores in ``fed.score_range``, labels 0/1.
     privacy : SecureAggregation, DistributedDP or LocalDP
     n_bins : int, optional
-        Number of buckets B >= 1. Default: ``round(M^{1/3})`` (SA, DistDP) or
-        ``round(sqrt(ε sqrt(M)))`` (LDP), M the released total
-        (:func:`default_n_bins`).
+        Number of buckets B >= 1. Default: the B of smallest predicted error
+        at the release's noise, never finer than the noise supports
+        (:func:`noise_aware_n_bins`; M^{1/3} without noise). The hierarchy's
+        height is planned from :func:`default_n_bins` of the public size.
     n_examples : int, optional
         A declared, public number of calibration examples M, used only to plan
         the default height. Default: the exact count where the model makes it
@@ -526,4 +597,9 @@ def histogram_binning(
         rng=rng,
         ledger=ledger,
     )
-    return binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy)
+    cal = binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy)
+    from fedeval.calibration.do_no_harm import keep_or_decline
+
+    return keep_or_decline(
+        cal, hist, method="binning", n_map_bins=cal.n_bins, enabled=bool(do_no_harm)
+    )

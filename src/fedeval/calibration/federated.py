@@ -55,7 +55,9 @@ METHODS: tuple[str, ...] = (
 )
 
 _BINNING_OPTIONS = frozenset({"weighting", "n_bins", "levels", "prior_strength"})
-_SCALING_OPTIONS = frozenset({"max_iter", "server_lr", "l2", "population"})
+_SCALING_OPTIONS = frozenset(
+    {"optimizer", "max_iter", "server_lr", "l2", "max_step", "do_no_harm", "progress", "population"}
+)
 _FEDCAL_OPTIONS = frozenset({"hidden", "max_iter", "server_lr", "population"})
 
 
@@ -94,7 +96,7 @@ def calibrate_multiclass(
     privacy: PrivacyModel,
     *,
     method: MulticlassMethod = "bbq",
-    rounds: int = 1,
+    rounds: int | None = None,
     sampling_rate: float = 1.0,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
@@ -111,8 +113,9 @@ def calibrate_multiclass(
         histograms) or (C+, C−) (binning only). The paper uses C = 0.5 for
         scaling and (C+, C−) = (10, 50) for binning.
     method : {"binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"}
-    rounds : int
-        T ≥ 1 (paper: 1 to 30, 12 in the tables).
+    rounds : int, optional
+        T ≥ 1 (paper: 1 to 30, 12 in the tables). Default: 10 for the scaling
+        methods' federated Newton, 1 otherwise.
     sampling_rate : float
         p ∈ (0, 1] (paper: 0.1 with 100 clients).
     rng : int, Generator or None
@@ -127,8 +130,11 @@ def calibrate_multiclass(
         * binning/bbq: ``weighting`` ("all" default, "changed", "none"),
           ``n_bins`` (FedBin, 15), ``levels`` (FedBBQ's M, 7),
           ``prior_strength`` (BBQ's N', 2);
-        * temperature/vector/matrix/op-vector: ``max_iter`` (50),
-          ``server_lr`` (1), ``l2`` (0), ``population`` (None);
+        * temperature/vector/matrix/op-vector: ``optimizer`` ("newton", the
+          pooled NLL by federated Newton; "fedavg", the paper's Algorithm 2),
+          ``l2`` (per-family default, ``scaling.DEFAULT_L2``), ``max_step``
+          (1), ``do_no_harm`` (True), ``progress`` (None: on a terminal);
+          FedAvg only: ``max_iter`` (50), ``server_lr`` (1), ``population`` (None);
         * fedcal: ``hidden`` (64), ``max_iter`` (20), ``server_lr`` (1),
           ``population`` (None).
 
@@ -178,6 +184,9 @@ def calibrate_multiclass(
     ----------
     .. [1] Multiclass paper, Algorithms 1–2, §4.3, Lemma B.7.
     """
+    scaling = method in ("temperature", "vector", "matrix", "op-vector")
+    if rounds is None:
+        rounds = 10 if scaling and options.get("optimizer", "newton") == "newton" else 1
     t, p = check_procedure(fed, rounds, sampling_rate)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")

@@ -44,8 +44,10 @@ from fedeval.validation import check_int_at_least
 __all__ = [
     "CalibrationBins",
     "calibration_bins",
+    "calibration_summary",
     "classwise_calibration_error",
     "expected_calibration_error",
+    "log_loss_per_example",
     "maximum_calibration_error",
     "top_label_calibration_error",
 ]
@@ -379,3 +381,99 @@ def maximum_calibration_error(
     Naeini et al., AAAI 2015, MCE definition.
     """
     return expected_calibration_error(probs, labels, n_bins=n_bins, strategy=strategy, norm="max")
+
+
+def log_loss_per_example(probs: Any, labels: Any) -> NDArray[np.float64]:
+    """−log p_i(y_i) of every example (probabilities floored at 1e-300); 1-D = P(y = 1)."""
+    p_arr = _check_probs(probs)
+    if p_arr.ndim == 1:
+        y = _check_labels(labels, p_arr.shape[0], 2)
+        p_arr = np.column_stack([1.0 - p_arr, p_arr])
+    else:
+        y = _check_labels(labels, p_arr.shape[0], p_arr.shape[1])
+    picked = p_arr[np.arange(p_arr.shape[0]), y]
+    return np.asarray(-np.log(np.maximum(picked, 1e-300)), dtype=np.float64)
+
+
+def _ece_se(conf: NDArray[np.float64], hit: NDArray[np.float64], n_bins: int) -> float:
+    """Delta-method SE of an equal-width-bin ECE: √(Σ_b n_b s_b²) / N.
+
+    ECE = Σ_b (n_b/N)|ȳ_b − p̄_b|; with the bins held fixed and every gap away
+    from 0, its variance is Σ_b (n_b/N)² s_b²/n_b, s_b² the sample variance of
+    y − p in bin b.
+    """
+    n = conf.size
+    if n < 2:
+        return float("nan")
+    b = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
+    r = hit - conf
+    total = 0.0
+    for k in np.unique(b):
+        rk = r[b == k]
+        if rk.size > 1:
+            total += rk.size * float(np.var(rk, ddof=1))
+    return float(np.sqrt(total) / n)
+
+
+def calibration_summary(
+    probs: Any,
+    labels: Any,
+    *,
+    n_bins: int = 15,
+) -> dict[str, float]:
+    """Held-out top-label ECE, classwise ECE, NLL and accuracy, each with a standard error.
+
+    Standard errors: NLL and accuracy from the sample standard deviation of
+    the per-example values over √n (they are means of i.i.d. terms); the
+    ECEs by the delta method with the bins held fixed, √(Σ_b n_b s_b²)/N, s_b²
+    the variance of y − p in bin b (cwECE: √(Σ_j SE_j²)/c, treating classes as
+    independent). These describe sampling variability on the held-out set, not
+    the binning bias of ECE.
+
+    Parameters
+    ----------
+    probs : array-like, shape (n,) or (n, c)
+    labels : array-like of int, shape (n,)
+    n_bins : int
+        Equal-width bins of both ECEs (15, as the multiclass paper).
+
+    Returns
+    -------
+    dict
+        ``ece_top``, ``ece_top_se``, ``cwece``, ``cwece_se``, ``nll``,
+        ``nll_se``, ``accuracy``, ``accuracy_se`` (fractions, not %).
+
+    References
+    ----------
+    Guo et al., ICML 2017 (ECE, NLL); private-federated-multiclass-calibration
+    Definition 3.3 (cwECE).
+    """
+    p_arr = _check_probs(probs)
+    if p_arr.ndim == 1:
+        y = _check_labels(labels, p_arr.shape[0], 2)
+        p2 = np.column_stack([1.0 - p_arr, p_arr])
+    else:
+        y = _check_labels(labels, p_arr.shape[0], p_arr.shape[1])
+        p2 = p_arr
+    n = p2.shape[0]
+    losses = log_loss_per_example(p2, y)
+    top = np.argmax(p2, axis=1)
+    correct = (top == y).astype(np.float64)
+    conf = p2[np.arange(n), top]
+    top_se = _ece_se(conf, correct, n_bins)
+    c = p2.shape[1]
+    cw_se = float(
+        np.sqrt(sum(_ece_se(p2[:, j], (y == j).astype(np.float64), n_bins) ** 2 for j in range(c)))
+        / c
+    )
+    root = np.sqrt(max(n, 1))
+    return {
+        "ece_top": top_label_calibration_error(p2, y, n_bins=n_bins),
+        "ece_top_se": top_se,
+        "cwece": classwise_calibration_error(p2, y, n_bins=n_bins),
+        "cwece_se": cw_se,
+        "nll": float(np.mean(losses)),
+        "nll_se": float(np.std(losses, ddof=1) / root) if n > 1 else float("nan"),
+        "accuracy": float(np.mean(correct)),
+        "accuracy_se": float(np.std(correct, ddof=1) / root) if n > 1 else float("nan"),
+    }

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from numpy.typing import NDArray
 
 from fedeval.calibration.base import Calibrator
 from fedeval.metrics.calibration_error import (
-    classwise_calibration_error,
-    expected_calibration_error,
+    calibration_summary,
     maximum_calibration_error,
 )
 from fedeval.report.evaluation_report import png_data_uri
@@ -20,7 +20,37 @@ from fedeval.report.files import write_all_or_nothing
 from fedeval.report.reliability import reliability_diagram
 from fedeval.report.style import html_table, md_table, page, receipt_block, receipt_lines
 
-__all__ = ["write_calibration_report"]
+__all__ = ["heldout_comparison", "write_calibration_report"]
+
+
+def _uncalibrated(scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Probabilities of the raw scores: 1-D as is; rows that are probabilities as is, else softmax."""
+    if scores.ndim == 1:
+        return scores
+    if bool(np.all(scores >= 0) and np.allclose(scores.sum(axis=1), 1.0)):
+        return scores
+    z = scores - scores.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def heldout_comparison(
+    calibrator: Calibrator, test_scores: Any, test_labels: Any, *, n_bins: int = 15
+) -> dict[str, dict[str, float]]:
+    """Held-out top-label ECE, classwise ECE, NLL and accuracy before and after, with SEs.
+
+    Returns
+    -------
+    dict
+        ``{"before": summary, "after": summary}``, each summary as
+        :func:`fedeval.metrics.calibration_error.calibration_summary`.
+    """
+    scores = np.asarray(test_scores, dtype=np.float64)
+    labels = np.asarray(test_labels)
+    return {
+        "before": calibration_summary(_uncalibrated(scores), labels, n_bins=n_bins),
+        "after": calibration_summary(calibrator.predict_proba(scores), labels, n_bins=n_bins),
+    }
 
 
 def write_calibration_report(
@@ -57,17 +87,7 @@ def write_calibration_report(
     scores = np.asarray(test_scores, dtype=np.float64)
     labels = np.asarray(test_labels)
     after = calibrator.predict_proba(scores)
-    if scores.ndim == 1:
-        before = scores
-    else:
-        # Multiclass: treat rows as probabilities if they already are, else softmax.
-        is_proba = bool(np.all(scores >= 0) and np.allclose(scores.sum(axis=1), 1.0))
-        if is_proba:
-            before = scores
-        else:
-            z = scores - scores.max(axis=1, keepdims=True)
-            e = np.exp(z)
-            before = e / e.sum(axis=1, keepdims=True)
+    before = _uncalibrated(scores)
     fig = Figure(figsize=(10, 4.6))
     ax1, ax2 = fig.subplots(1, 2)
     reliability_diagram(before, labels, n_bins=n_bins, ax=ax1, label="uncalibrated")
@@ -80,14 +100,15 @@ def write_calibration_report(
 
     rows = []
     for name, p in (("uncalibrated", before), ("calibrated", after)):
+        s = calibration_summary(p, labels, n_bins=n_bins)
         row: dict[str, Any] = {
             "probabilities": name,
-            "ECE": expected_calibration_error(p, labels, n_bins=n_bins),
+            "top-label ECE": f"{s['ece_top']:.4f} ± {s['ece_top_se']:.4f}",
+            "classwise ECE": f"{s['cwece']:.4f} ± {s['cwece_se']:.4f}",
+            "NLL": f"{s['nll']:.4f} ± {s['nll_se']:.4f}",
+            "accuracy": f"{s['accuracy']:.4f} ± {s['accuracy_se']:.4f}",
             "MCE": maximum_calibration_error(p, labels, n_bins=n_bins),
         }
-        if p.ndim == 2:
-            row["classwise ECE"] = classwise_calibration_error(p, labels, n_bins=n_bins)
-            row["accuracy"] = float(np.mean(p.argmax(axis=1) == labels))
         rows.append(row)
     # The calibrator carries the receipt of the release(s) it was learned from:
     # its guarantee and one row per ledger entry (budget splits stay visible).

@@ -74,7 +74,9 @@ def _binary(extra: bool, model: fe.DistributedDP) -> Any:
     def one(rng: np.random.Generator) -> float:
         # One level of two leaves: the bucket holding 0.8 is the leaf [0.5, 1] (or
         # everything, when the noisy median snaps to a domain end).
-        cal = fe.calibrate(fed, model, method="binning", n_bins=2, height=1, rng=rng)
+        cal = fe.calibrate(
+            fed, model, method="binning", n_bins=2, height=1, rng=rng, do_no_harm=False
+        )
         return float(cal.positive_counts[bucket_of(cal.edges, np.array([0.8]))[0]])
 
     return run_many(one)
@@ -91,7 +93,9 @@ def _audit_binary(model: fe.DistributedDP, claimed: float, **kw: Any) -> AuditRe
 
 
 def test_binary_claim_is_what_the_receipt_states() -> None:
-    cal = fe.calibrate(_binary_fed(True), fe.DistributedDP(1.0), method="binning", height=1)
+    cal = fe.calibrate(
+        _binary_fed(True), fe.DistributedDP(1.0), method="binning", height=1, do_no_harm=False
+    )
     assert cal.epsilon_spent == pytest.approx(1.0)
     assert cal.guarantee.unit == "example" and cal.guarantee.neighbouring == "add_remove"
 
@@ -137,14 +141,18 @@ def _temperature(extra: bool, model: fe.UserLevelDP) -> Any:
     fed = _multiclass_fed(extra)
 
     def one(rng: np.random.Generator) -> float:
-        cal = fe.calibrate(fed, model, method="temperature", population=1, max_iter=1, rng=rng)
+        cal = fe.calibrate(
+            fed, model, method="temperature", optimizer="fedavg", population=1, max_iter=1, rng=rng
+        )
         return float(cal.params[0])  # type: ignore[attr-defined]
 
     return run_many(one)
 
 
 def _claimed(model: fe.UserLevelDP) -> float:
-    cal = fe.calibrate(_multiclass_fed(True), model, method="temperature", population=1, rng=0)
+    cal = fe.calibrate(
+        _multiclass_fed(True), model, method="temperature", optimizer="fedavg", population=1, rng=0
+    )
     return float(cal.epsilon_spent)
 
 
@@ -165,7 +173,13 @@ def test_the_added_client_moves_the_sum_by_exactly_c() -> None:
     model = fe.UserLevelDP(1e6, 0.5, clip=CLIP)
     taus = [
         fe.calibrate(
-            _multiclass_fed(extra), model, method="temperature", population=1, max_iter=1, rng=0
+            _multiclass_fed(extra),
+            model,
+            method="temperature",
+            optimizer="fedavg",
+            population=1,
+            max_iter=1,
+            rng=0,
         ).params[0]  # type: ignore[attr-defined]
         for extra in (False, True)
     ]
@@ -274,3 +288,95 @@ def test_json_holds_no_exact_count_of_clients(method: str, options: dict[str, An
     for doc in docs:
         leaked = _integers(doc) & forbidden
         assert not leaked, (leaked, doc)
+
+
+# ---------------------------------- federated Newton (clipped statistic sums), UserLevelDP
+def _flat_fed(extra: bool) -> fe.Federation:
+    """D: one client, one example of equal logits. D′ adds a client of 3 such examples.
+
+    Equal logits give zero loss change, gradient and Hessian for any temperature,
+    so the added client's vector is [3, 0, 0, 0], clipped to [C, 0, 0, 0]: it
+    moves the released example count by exactly C, the largest change allowed.
+    """
+    n = 4 if extra else 1
+    clients = np.array([0, 1, 1, 1][:n])
+    return fe.Federation.from_arrays(
+        np.zeros((n, 2)), np.zeros(n, dtype=int), clients=clients, kind="logits"
+    )
+
+
+def _newton_count(extra: bool, model: fe.UserLevelDP) -> Any:
+    fed = _flat_fed(extra)
+
+    def one(rng: np.random.Generator) -> float:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            cal = fe.calibrate(fed, model, method="temperature", rounds=1, rng=rng)
+        return float(cal.procedure["history"][0]["released_examples"])  # type: ignore[attr-defined]
+
+    return run_many(one)
+
+
+def _audit_newton(claimed: float, **kw: Any) -> AuditResult:
+    model = fe.UserLevelDP(EPSILON, DELTA, clip=CLIP)
+    return audit(
+        _newton_count(False, model),
+        _newton_count(True, model),
+        claimed_epsilon=claimed,
+        delta=DELTA,
+        confidence=CONFIDENCE,
+        **kw,
+    )
+
+
+def _newton_claimed() -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        cal = fe.calibrate(
+            _flat_fed(True), fe.UserLevelDP(EPSILON, DELTA, clip=CLIP), method="temperature",
+            rounds=1, rng=0,
+        )  # fmt: skip
+    return float(cal.epsilon_spent)
+
+
+def test_newton_added_client_moves_the_released_count_by_exactly_c() -> None:
+    model = fe.UserLevelDP(1e6, 0.5, clip=CLIP)
+    counts = []
+    for extra in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            cal = fe.calibrate(_flat_fed(extra), model, method="temperature", rounds=1, rng=0)
+        counts.append(cal.procedure["history"][0]["released_examples"])  # type: ignore[attr-defined]
+    assert counts[1] - counts[0] == pytest.approx(CLIP, abs=1e-3)
+
+
+def test_audit_newton_user_level_dp_fast() -> None:
+    claimed = _newton_claimed()
+    res = _audit_newton(claimed, trials=800, pilot=200, seed=41)
+    assert res.epsilon_lower <= claimed, res
+
+
+@pytest.mark.slow
+def test_audit_newton_user_level_dp() -> None:
+    claimed = _newton_claimed()
+    res = _audit_newton(claimed, seed=42)
+    print(res.row("calibrate temperature (federated Newton), UserLevelDP"))
+    assert res.epsilon_lower <= claimed, res
+
+
+@pytest.mark.slow
+def test_audit_newton_detects_half_the_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    claimed = _newton_claimed()
+    honest = rounds_module.mechanism_for
+
+    def half_noise(*args: Any, **kwargs: Any) -> Any:
+        mech = honest(*args, **kwargs)
+        noise = mech.noise
+        assert noise is not None and hasattr(noise, "scale"), noise
+        weak = dataclasses.replace(noise, scale=np.asarray(noise.scale) / 2)
+        return dataclasses.replace(mech, noise=weak)
+
+    monkeypatch.setattr(rounds_module, "mechanism_for", half_noise)
+    res = _audit_newton(claimed, pilot=10_000, seed=43)
+    print(res.row("calibrate temperature (federated Newton), UserLevelDP, half the noise"))
+    assert res.epsilon_lower > claimed, res

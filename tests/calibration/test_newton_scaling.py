@@ -1,0 +1,162 @@
+"""Scaling calibrators by federated Newton on the pooled NLL (issue 14)."""
+
+from __future__ import annotations
+
+import warnings
+from functools import cache
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+from fedeval.calibration.federated import calibrate_multiclass
+from fedeval.calibration.newton import client_statistic, map_jacobian, newton_centre
+from fedeval.calibration.scaling_maps import nll_and_grad, nll_residual
+from fedeval.data import Federation
+from fedeval.data.partition import dirichlet
+from fedeval.metrics.calibration_error import calibration_summary
+from fedeval.privacy.models import SecureAggregation, UserLevelDP
+
+FAMILIES = ("temperature", "vector", "matrix", "op-vector")
+
+
+@cache
+def _digits() -> tuple[Federation, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Issue 14's task: digits, LogisticRegression(C=10) logits × 3, 100 clients, Dirichlet 0.5."""
+    x, y = load_digits(return_X_y=True)
+    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.5, random_state=0, stratify=y)
+    x_cal, x_te, y_cal, y_te = train_test_split(
+        x_rest, y_rest, train_size=0.5, random_state=0, stratify=y_rest
+    )
+    model = LogisticRegression(C=10, max_iter=5000).fit(x_tr, y_tr)
+    z_cal = 3 * model.decision_function(x_cal)
+    z_te = 3 * model.decision_function(x_te)
+    fed = dirichlet(
+        Federation.from_arrays(z_cal, y_cal, kind="logits"), n_clients=100, beta=0.5, rng=0
+    )
+    return fed, z_cal, y_cal, z_te, y_te
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_statistic_sums_match_the_nll_gradient_and_a_finite_difference_hessian(family):
+    rng = np.random.default_rng(1)
+    z = 3 * rng.normal(size=(40, 4))
+    y = rng.integers(0, 4, 40)
+    theta0 = newton_centre(family, 4)
+    theta = theta0 + 0.1 * rng.normal(size=theta0.size)
+    d = theta.size
+    v = client_statistic(family, theta, theta0, full_hessian=True)(z, y)
+    assert v[0] == 40
+    w = 1.0 / theta if family == "temperature" else theta
+    w0 = 1.0 / theta0 if family == "temperature" else theta0
+    loss, grad = nll_and_grad(family, w, z, y)
+    assert v[1] == pytest.approx(40 * (loss - nll_and_grad(family, w0, z, y)[0]), rel=1e-9)
+    if family != "temperature":  # the calibrator's τ vs Newton's β = 1/τ
+        np.testing.assert_allclose(v[2 : 2 + d], 40 * grad, atol=1e-9)
+    # Gauss–Newton = exact Hessian for maps linear in θ (vector, matrix, β z):
+    # compare with central differences of the summed gradient.
+    if family != "op-vector":
+        iu = np.triu_indices(d)
+        h = np.zeros((d, d))
+        h[iu] = v[2 + d :]
+        h = h + np.triu(h, 1).T
+        eps = 1e-6
+        for k in range(d):
+            e = np.zeros(d)
+            e[k] = eps
+            gp = client_statistic(family, theta + e, theta0, full_hessian=True)(z, y)[2 : 2 + d]
+            gm = client_statistic(family, theta - e, theta0, full_hessian=True)(z, y)[2 : 2 + d]
+            np.testing.assert_allclose((gp - gm) / (2 * eps), h[:, k], atol=1e-4)
+
+
+def test_jacobian_of_op_vector_matches_finite_differences():
+    rng = np.random.default_rng(2)
+    z = rng.normal(size=(5, 3))
+    theta = newton_centre("op-vector", 3) + 0.2 * rng.normal(size=6)
+    o, jac = map_jacobian("op-vector", theta, z)
+    for k in range(6):
+        e = np.zeros(6)
+        e[k] = 1e-6
+        fd = (
+            map_jacobian("op-vector", theta + e, z)[0] - map_jacobian("op-vector", theta - e, z)[0]
+        ) / 2e-6
+        np.testing.assert_allclose(fd, jac[:, :, k], atol=1e-5)
+
+
+def test_sa_temperature_reaches_the_pooled_optimum_on_small_label_skewed_clients():
+    # Issue 14: FedAvg of local fits learned τ = 0.56 where the pooled optimum was 1.27.
+    # Under SA the released sums are the pooled ones, so Newton's fixed point is the
+    # pooled optimum (up to the ridge 1e-4, whose shift is far below 5%).
+    fed, z_cal, y_cal, z_te, y_te = _digits()
+    pooled = minimize_scalar(
+        lambda t: nll_residual(z_cal / t, y_cal)[0], bounds=(0.01, 100), method="bounded"
+    ).x
+    cal = calibrate_multiclass(fed, SecureAggregation(), method="temperature", rng=0)
+    assert cal.temperature == pytest.approx(pooled, rel=0.05)
+    assert cal.procedure["optimizer"] == "newton"
+    before = calibration_summary(z_to_p(z_te), y_te)
+    after = calibration_summary(cal.predict_proba(z_te), y_te)
+    assert after["nll"] < before["nll"] - 2 * before["nll_se"]
+
+
+def test_sa_newton_does_not_depend_on_how_examples_are_split_over_clients():
+    fed, z_cal, y_cal, *_ = _digits()
+    one = Federation.from_arrays(z_cal, y_cal, clients=np.zeros(len(y_cal), int), kind="logits")
+    a = calibrate_multiclass(fed, SecureAggregation(), method="vector", rng=0)
+    b = calibrate_multiclass(one, SecureAggregation(), method="vector", rng=0)
+    np.testing.assert_allclose(a.params, b.params, rtol=1e-6, atol=1e-8)
+
+
+def test_fedavg_of_local_fits_is_kept_as_a_named_variant():
+    fed, *_ = _digits()
+    cal = calibrate_multiclass(
+        fed, SecureAggregation(), method="temperature", optimizer="fedavg", rng=0
+    )
+    assert cal.procedure["optimizer"] == "fedavg"
+    assert cal.procedure["rounds"] == 1
+
+
+def z_to_p(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.slow
+@pytest.mark.statistical
+@pytest.mark.parametrize("family", FAMILIES)
+def test_user_level_dp_is_no_worse_than_uncalibrated_within_its_standard_error(family):
+    # Issue 14 with the README's settings (ε = 3, δ = 1e-5, C = 0.5, T = 12, q = 0.3).
+    # Tolerance: one standard error of the held-out mean (NLL: sd/√n; ECE: bootstrap).
+    fed, _, _, z_te, y_te = _digits()
+    privacy = UserLevelDP(3.0, 1e-5, clip=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a declined map warns; both outcomes are allowed
+        cal = calibrate_multiclass(fed, privacy, method=family, rounds=12, sampling_rate=0.3, rng=0)
+    before = calibration_summary(z_to_p(z_te), y_te)
+    after = calibration_summary(cal.predict_proba(z_te), y_te)
+    assert after["nll"] <= before["nll"] + before["nll_se"]
+    assert after["ece_top"] <= before["ece_top"] + before["ece_top_se"]
+    assert cal.epsilon_spent <= 3.0 + 1e-9
+
+
+def test_do_no_harm_returns_the_identity_with_the_numbers_in_a_warning():
+    fed, _, _, z_te, _ = _digits()
+    # A tiny clip leaves the released sums in the noise: nothing can be shown to help.
+    with pytest.warns(UserWarning, match=r"not applied: the estimated change .* ± "):
+        cal = calibrate_multiclass(
+            fed, UserLevelDP(0.5, 1e-5, clip=1e-3), method="vector", rounds=3, rng=0
+        )
+    assert cal.procedure["applied"] is False
+    np.testing.assert_allclose(cal.predict_proba(z_te), z_to_p(z_te), atol=1e-12)
+
+
+def test_one_round_returns_the_newton_step_from_that_round():
+    # T = 1 evaluates only the identity; its quadratic model predicts the step's gain.
+    fed, _, _, z_te, y_te = _digits()
+    cal = calibrate_multiclass(fed, SecureAggregation(), method="temperature", rounds=1, rng=0)
+    assert cal.procedure["applied"] is True
+    assert cal.procedure["estimated_nll_change"] < 0
+    assert cal.temperature > 1.0  # logits ×3 are overconfident: the step raises τ
