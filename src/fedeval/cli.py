@@ -644,10 +644,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         )
     steps.close()
     if args.json:
-        out: dict[str, Any] = {k: str(v) for k, v in paths.items()}
-        out["heldout"] = heldout
-        out["applied"] = bool(applied)
-        print(json.dumps(out))
+        out: dict[str, Any] = {
+            "schema": "fedeval.calibration/1",
+            "input": public_facts(fed, [privacy]),
+            "method": args.method,
+            "applied": bool(applied),
+            "heldout": heldout,
+            "receipt": cal.receipt,
+            "report": {k: str(v) for k, v in paths.items()},
+            # Kept at the top level too, as before: the written files.
+            **{k: str(v) for k, v in paths.items()},
+        }
+        print(json.dumps(out, default=float))
     else:
         print(
             f"{describe_facts(public_facts(fed, [privacy]))}\n"

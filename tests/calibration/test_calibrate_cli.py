@@ -38,6 +38,10 @@ def test_json_carries_heldout_ece_and_nll_before_and_after(tmp_path: Path, capsy
             assert np.isfinite(out["heldout"][when][key])
     # s² calibration of uniform scores: binning under SA must remove most of the error.
     assert out["heldout"]["after"]["ece_top"] < out["heldout"]["before"]["ece_top"]
+    # One schema family across commands: schema, public input facts, receipt, report paths.
+    assert out["schema"] == "fedeval.calibration/1"
+    assert out["receipt"]["epsilon_spent"] == 0.0  # secure aggregation spends no ε
+    assert set(out["report"]) >= {"html", "calibrator"}
 
 
 def test_console_prints_the_table(tmp_path: Path, capsys) -> None:
