@@ -264,17 +264,23 @@ def multiclass_harm_estimates(
     Notes
     -----
     Everything is post-processing of the release. With P⁺, N⁺ the counts
-    clamped at 0, n_k = P⁺_k + N⁺_k the released total of map bin k, s̄_k and
-    q̄_k the count-weighted mean midpoint and map value of bin k, and
-    M̂ = Σ_{j,b}(P⁺ + N⁺)/c the released number of examples:
+    clamped at 0 (used only as weights), n_k = max(Σ_{b∈k} P_b + N_b, 0) the
+    released total of map bin k, q̄_k the (P⁺ + N⁺)-weighted mean map value
+    of bin k, and M̂ = Σ_{j,b}(P + N)/c the released number of examples:
 
-    * **cwECE before** (Definition 3.3 at the map's resolution): Σ_{j,k}
-      √max((P_jk − s̄_k n_jk)² − V, 0) / (c M̂), each gap debiased for its
-      noise variance V = v⁺(1 − s̄)² + v⁻ s̄² as in the binary estimate.
-    * **cwECE after** (predicted, held-out): the in-sample gap |P_jk − q̄ n_jk|
-      plus the map's estimation error √(2/π)·α_j·√(n q̄(1 − q̄) + v⁺(1 − q̄)² +
-      v⁻ q̄²) (the mean absolute value of a normal error is √(2/π) times its
-      standard deviation; a bin value P/(P + N) has that variance times 1/n²).
+    * **Groups**: G = clip(round(M̂^{1/3}), 2, B) equal-width groups of fine
+      bins (Cormode–Markov's B ≈ M^{1/3}, as the binary estimate): finer
+      groups would let the noise of each |gap| dominate the sum.
+    * **cwECE before** (Definition 3.3): Σ_{j,g} √max(D_jg² − V_jg, 0) / (c M̂),
+      D_jg = Σ_{b∈g} P_jb − s_b(P_jb + N_jb) (linear in the raw counts, so
+      unbiased), each |gap| debiased for its noise variance
+      V = Σ_{b∈g} v⁺(1 − s_b)² + v⁻ s_b² as in the binary estimate.
+    * **cwECE after** (predicted, held-out): the in-sample gap with q_jb for
+      s_b, debiased alike, plus the map's estimation error √(2/π)·√(Σ_k E_jk)
+      over the map bins k in the group, E_jk = α_j²(n_k q̄(1 − q̄) + v⁺_k(1 − q̄)²
+      + v⁻_k q̄²) the variance of n_k(q̄_k − π_k) (the mean absolute value of
+      a normal error is √(2/π) times its standard deviation; v_k the summed
+      noise variance of the bin; a map bin straddling groups is split evenly).
     * **Brier** (one-vs-rest, summed over classes, per example):
       Σ_{j,b} P_jb (1 − q)² + N_jb q², over M̂, with q = s_b before and q_jb
       after. Linear in the raw (unclamped) counts, hence unbiased for the
@@ -304,7 +310,7 @@ def multiclass_harm_estimates(
     mids = (np.arange(n_fine) + 0.5) / n_fine
     s = np.broadcast_to(mids, (c, n_fine))
     q = np.clip(mapped, 0.0, 1.0)
-    m_hat = max(float(np.sum(pp + nn)) / c, 1.0)
+    m_hat = max(float(np.sum(positive + negative)) / c, 1.0)
     d_pos = (1.0 - q) ** 2 - (1.0 - s) ** 2
     d_neg = q**2 - s**2
     brier_before = float(np.sum(positive * (1.0 - s) ** 2 + negative * s**2)) / m_hat
@@ -316,24 +322,37 @@ def multiclass_harm_estimates(
     def per_bin(x: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(x.reshape(c, map_bins, width).sum(axis=2), dtype=np.float64)
 
-    p_k, n_k = per_bin(pp), per_bin(pp + nn)
-    vp_k, vn_k = per_bin(var_positive), per_bin(var_negative)
-    safe = np.where(n_k > 0, n_k, 1.0)
-    s_k = np.where(n_k > 0, per_bin(s * (pp + nn)) / safe, per_bin(s) / width)
-    q_k = np.where(n_k > 0, per_bin(q * (pp + nn)) / safe, per_bin(q) / width)
+    # Gaps are linear in the raw counts (unbiased); clamped counts only weight.
+    n_k = np.maximum(per_bin(positive + negative), 0.0)
+    weight = pp + nn
+    w_k = per_bin(weight)
+    q_k = np.where(w_k > 0, per_bin(q * weight) / np.where(w_k > 0, w_k, 1.0), per_bin(q) / width)
     a = np.asarray(alpha, dtype=np.float64)[:, None]
-    var_before = vp_k * (1.0 - s_k) ** 2 + vn_k * s_k**2
-    ece_before = np.sqrt(np.maximum((p_k - s_k * n_k) ** 2 - var_before, 0.0))
-    noise_after = vp_k * (1.0 - q_k) ** 2 + vn_k * q_k**2
-    err_sd = a * np.sqrt(n_k * q_k * (1.0 - q_k) + noise_after)
-    ece_after = np.abs(p_k - q_k * n_k) + math.sqrt(2.0 / math.pi) * err_sd
+    noise_k = per_bin(var_positive) * (1.0 - q_k) ** 2 + per_bin(var_negative) * q_k**2
+    # Variance of the map's error n_k(q_k − π_k), spread evenly over the fine bins.
+    err_var = np.repeat(a**2 * (n_k * q_k * (1.0 - q_k) + noise_k) / width, width, axis=1)
+    groups = int(min(max(round(m_hat ** (1.0 / 3.0)), 2), map_bins))
+    starts = np.linspace(0, n_fine, groups + 1).round().astype(np.intp)[:-1]
+
+    def per_group(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(np.add.reduceat(x, starts, axis=1), dtype=np.float64)
+
+    gap_before = per_group(positive - s * (positive + negative))
+    var_before = per_group(var_positive * (1.0 - s) ** 2 + var_negative * s**2)
+    gap_after = per_group(positive - q * (positive + negative))
+    var_after = per_group(var_positive * (1.0 - q) ** 2 + var_negative * q**2)
+    ece_before = np.sqrt(np.maximum(gap_before**2 - var_before, 0.0))
+    ece_after = np.sqrt(np.maximum(gap_after**2 - var_after, 0.0)) + math.sqrt(
+        2.0 / math.pi
+    ) * np.sqrt(per_group(err_var))
 
     def optimism(bins: int, prior: float) -> NDArray[np.float64]:
         """Per-class optimism (total, in Brier units) of a ``bins``-bin binning."""
         w = n_fine // bins
-        n_b = (pp + nn).reshape(c, bins, w).sum(axis=2)
-        den = np.where(n_b > 0, n_b, 1.0)
-        q_b = np.where(n_b > 0, (q * (pp + nn)).reshape(c, bins, w).sum(axis=2) / den, 0.5)
+        n_b = np.maximum((positive + negative).reshape(c, bins, w).sum(axis=2), 0.0)
+        wt = weight.reshape(c, bins, w).sum(axis=2)
+        den = np.where(wt > 0, wt, 1.0)
+        q_b = np.where(wt > 0, (q * weight).reshape(c, bins, w).sum(axis=2) / den, 0.5)
         v_b = var_positive.reshape(c, bins, w).sum(axis=2) * (1.0 - q_b) ** 2
         v_b = v_b + var_negative.reshape(c, bins, w).sum(axis=2) * q_b**2
         shrink = np.divide(n_b, n_b + prior, out=np.zeros_like(n_b), where=n_b + prior > 0)
