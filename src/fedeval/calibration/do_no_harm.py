@@ -284,7 +284,8 @@ def multiclass_harm_estimates(
     * **Brier** (one-vs-rest, summed over classes, per example):
       Σ_{j,b} P_jb (1 − q)² + N_jb q², over M̂, with q = s_b before and q_jb
       after. Linear in the raw (unclamped) counts, hence unbiased for the
-      binned scores. A proper score whose optimism has a closed form at any
+      binned scores (and, under heavy noise, possibly negative: only the
+      change after − before is meaningful, and the warning gives that). A proper score whose optimism has a closed form at any
       noise level (the log loss's does not near 0 and 1, where the noise puts
       the bins of a DP release), which is why it decides rather than the NLL.
     * **Optimism** of the in-sample Brier of the map (Efron 1986: 2 Σ Cov(q̂, y)),
@@ -407,14 +408,15 @@ def keep_or_decline_multiclass(
     if helps or not enabled:
         procedure = {**calibrator.procedure, "applied": True, "harm_estimates": est}
         return replace(calibrator, procedure=procedure)
+    change = est["brier_after"] - est["brier_before"]
     warn_degenerate(
-        f"{method} calibration was not applied: from its own release the uncalibrated "
-        f"probabilities have classwise ECE ≈ {est['cwece_before']:.4f} and Brier score ≈ "
-        f"{est['brier_before']:.4f}, and the learned map is expected to give classwise ECE ≈ "
-        f"{est['cwece_after']:.4f} and Brier score ≈ {est['brier_after']:.4f} "
-        f"(± {est['brier_change_se']:.2g}) on new data; returning the identity map (the input "
-        "probabilities). More clients or budget would let the map be learned; pass "
-        "do_no_harm=False to keep it anyway."
+        f"{method} calibration was not applied: its own (noisy) release estimates the "
+        f"classwise ECE of the uncalibrated probabilities at {est['cwece_before']:.4f} and "
+        f"that of the learned map on new data at {est['cwece_after']:.4f}, and the map's change "
+        f"of the Brier score at {change:+.4f} ± {est['brier_change_se']:.2g} (standard error; "
+        "negative is better); returning the identity map (the input probabilities). More "
+        "clients or budget would let the map be learned; pass do_no_harm=False to keep it "
+        "anyway."
     )
     return MulticlassIdentityCalibrator(
         declined=method,
