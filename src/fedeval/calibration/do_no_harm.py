@@ -246,8 +246,9 @@ def multiclass_harm_estimates(
     alpha : ndarray, shape (c,)
         How much of the estimated table the map uses (1 for the unweighted map).
     map_bins : int
-        B, the number of equal-width bins the map is judged on for the ECE
-        (divides F).
+        B, the number of equal-width bins the map is estimated on (divides F):
+        its estimation error is per such bin, and the ECE groups are never
+        finer.
     scheme_weights : ndarray, shape (c, M), optional
         FedBBQ: the BBQ weight w_jℓ of the 2^ℓ-bin binning, ℓ = 1..M
         (F = 2^M). Without it the map is one binning of ``map_bins`` bins.
@@ -357,8 +358,8 @@ def multiclass_harm_estimates(
         v_b = var_positive.reshape(c, bins, w).sum(axis=2) * (1.0 - q_b) ** 2
         v_b = v_b + var_negative.reshape(c, bins, w).sum(axis=2) * q_b**2
         shrink = np.divide(n_b, n_b + prior, out=np.zeros_like(n_b), where=n_b + prior > 0)
-        per_bin = 2.0 * a * shrink * (q_b * (1.0 - q_b) + v_b / np.maximum(n_b, 1.0))
-        return np.asarray(np.minimum(per_bin, n_b).sum(axis=1), dtype=np.float64)
+        each = 2.0 * a * shrink * (q_b * (1.0 - q_b) + v_b / np.maximum(n_b, 1.0))
+        return np.asarray(np.minimum(each, n_b).sum(axis=1), dtype=np.float64)
 
     if scheme_weights is None:
         opt_total = float(np.sum(optimism(map_bins, 0.0)))
