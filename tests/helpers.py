@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -108,3 +109,37 @@ def beta_scores(n: int = 500, seed: int = 0) -> tuple[NDArray[np.float64], NDArr
     gen = np.random.default_rng(seed)
     labels = gen.integers(0, 2, n)
     return np.where(labels == 1, gen.beta(4, 2, n), gen.beta(2, 4, n)), labels
+
+
+@cache
+def digits_task() -> tuple[
+    Federation, NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]
+]:
+    """Issue 14's task: digits, LogisticRegression(C=10) logits × 3, 100 clients, Dirichlet 0.5.
+
+    Returns the calibration federation, its logits and labels, and held-out logits and labels.
+    """
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
+    from fedeval.data.partition import dirichlet
+
+    x, y = load_digits(return_X_y=True)
+    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.5, random_state=0, stratify=y)
+    x_cal, x_te, y_cal, y_te = train_test_split(
+        x_rest, y_rest, train_size=0.5, random_state=0, stratify=y_rest
+    )
+    model = LogisticRegression(C=10, max_iter=5000).fit(x_tr, y_tr)
+    z_cal = 3 * model.decision_function(x_cal)
+    z_te = 3 * model.decision_function(x_te)
+    fed = dirichlet(
+        Federation.from_arrays(z_cal, y_cal, kind="logits"), n_clients=100, beta=0.5, rng=0
+    )
+    return fed, z_cal, y_cal, z_te, y_te
+
+
+def softmax_rows(z: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row-wise softmax (the uncalibrated probabilities of logits)."""
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)

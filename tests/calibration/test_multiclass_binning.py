@@ -217,7 +217,14 @@ def test_dp_alpha_uses_the_noise_scale(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def fit(privacy: UserLevelDP) -> tuple[np.ndarray, float]:
         cal = fit_multiclass_binning(
-            fed, privacy, method="bbq", levels=levels, rounds=rounds, sampling_rate=rate, rng=0
+            fed,
+            privacy,
+            method="bbq",
+            levels=levels,
+            rounds=rounds,
+            sampling_rate=rate,
+            rng=0,
+            do_no_harm=False,  # the map's α, whatever do-no-harm would decide
         )
         sigma = sigma_positive(privacy)
         assert cal.procedure["noise_std"]["positive histograms"] == pytest.approx(sigma, rel=1e-12)
@@ -275,6 +282,7 @@ def test_binning_json_round_trip_and_rows_sum_to_one(method: Literal["binning", 
         rounds=2,
         sampling_rate=0.5,
         rng=0,
+        do_no_harm=False,  # the map itself round-trips (the declined one: test_multiclass_do_no_harm)
     )
     back = calibrator_from_json(cal.to_json())
     assert isinstance(back, MulticlassBinningCalibrator)

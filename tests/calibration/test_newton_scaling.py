@@ -3,41 +3,20 @@
 from __future__ import annotations
 
 import warnings
-from functools import cache
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
-from sklearn.datasets import load_digits
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 
 from fedeval.calibration.federated import calibrate_multiclass
 from fedeval.calibration.newton import client_statistic, map_jacobian, newton_centre
 from fedeval.calibration.scaling_maps import nll_and_grad, nll_residual
 from fedeval.data import Federation
-from fedeval.data.partition import dirichlet
 from fedeval.metrics.calibration_error import calibration_summary
 from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from helpers import digits_task, softmax_rows
 
 FAMILIES = ("temperature", "vector", "matrix", "op-vector")
-
-
-@cache
-def _digits() -> tuple[Federation, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Issue 14's task: digits, LogisticRegression(C=10) logits × 3, 100 clients, Dirichlet 0.5."""
-    x, y = load_digits(return_X_y=True)
-    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.5, random_state=0, stratify=y)
-    x_cal, x_te, y_cal, y_te = train_test_split(
-        x_rest, y_rest, train_size=0.5, random_state=0, stratify=y_rest
-    )
-    model = LogisticRegression(C=10, max_iter=5000).fit(x_tr, y_tr)
-    z_cal = 3 * model.decision_function(x_cal)
-    z_te = 3 * model.decision_function(x_te)
-    fed = dirichlet(
-        Federation.from_arrays(z_cal, y_cal, kind="logits"), n_clients=100, beta=0.5, rng=0
-    )
-    return fed, z_cal, y_cal, z_te, y_te
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -90,20 +69,20 @@ def test_sa_temperature_reaches_the_pooled_optimum_on_small_label_skewed_clients
     # Issue 14: FedAvg of local fits learned τ = 0.56 where the pooled optimum was 1.27.
     # Under SA the released sums are the pooled ones, so Newton's fixed point is the
     # pooled optimum (up to the ridge 1e-4, whose shift is far below 5%).
-    fed, z_cal, y_cal, z_te, y_te = _digits()
+    fed, z_cal, y_cal, z_te, y_te = digits_task()
     pooled = minimize_scalar(
         lambda t: nll_residual(z_cal / t, y_cal)[0], bounds=(0.01, 100), method="bounded"
     ).x
     cal = calibrate_multiclass(fed, SecureAggregation(), method="temperature", rng=0)
     assert cal.temperature == pytest.approx(pooled, rel=0.05)
     assert cal.procedure["optimizer"] == "newton"
-    before = calibration_summary(z_to_p(z_te), y_te)
+    before = calibration_summary(softmax_rows(z_te), y_te)
     after = calibration_summary(cal.predict_proba(z_te), y_te)
     assert after["nll"] < before["nll"] - 2 * before["nll_se"]
 
 
 def test_sa_newton_does_not_depend_on_how_examples_are_split_over_clients():
-    fed, z_cal, y_cal, *_ = _digits()
+    fed, z_cal, y_cal, *_ = digits_task()
     one = Federation.from_arrays(z_cal, y_cal, clients=np.zeros(len(y_cal), int), kind="logits")
     a = calibrate_multiclass(fed, SecureAggregation(), method="vector", rng=0)
     b = calibrate_multiclass(one, SecureAggregation(), method="vector", rng=0)
@@ -111,17 +90,12 @@ def test_sa_newton_does_not_depend_on_how_examples_are_split_over_clients():
 
 
 def test_fedavg_of_local_fits_is_kept_as_a_named_variant():
-    fed, *_ = _digits()
+    fed, *_ = digits_task()
     cal = calibrate_multiclass(
         fed, SecureAggregation(), method="temperature", optimizer="fedavg", rng=0
     )
     assert cal.procedure["optimizer"] == "fedavg"
     assert cal.procedure["rounds"] == 1
-
-
-def z_to_p(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 @pytest.mark.slow
@@ -130,12 +104,12 @@ def z_to_p(z: np.ndarray) -> np.ndarray:
 def test_user_level_dp_is_no_worse_than_uncalibrated_within_its_standard_error(family):
     # Issue 14 with the README's settings (ε = 3, δ = 1e-5, C = 0.5, T = 12, q = 0.3).
     # Tolerance: one standard error of the held-out mean (NLL: sd/√n; ECE: bootstrap).
-    fed, _, _, z_te, y_te = _digits()
+    fed, _, _, z_te, y_te = digits_task()
     privacy = UserLevelDP(3.0, 1e-5, clip=0.5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a declined map warns; both outcomes are allowed
         cal = calibrate_multiclass(fed, privacy, method=family, rounds=12, sampling_rate=0.3, rng=0)
-    before = calibration_summary(z_to_p(z_te), y_te)
+    before = calibration_summary(softmax_rows(z_te), y_te)
     after = calibration_summary(cal.predict_proba(z_te), y_te)
     assert after["nll"] <= before["nll"] + before["nll_se"]
     assert after["ece_top"] <= before["ece_top"] + before["ece_top_se"]
@@ -143,19 +117,19 @@ def test_user_level_dp_is_no_worse_than_uncalibrated_within_its_standard_error(f
 
 
 def test_do_no_harm_returns_the_identity_with_the_numbers_in_a_warning():
-    fed, _, _, z_te, _ = _digits()
+    fed, _, _, z_te, _ = digits_task()
     # A tiny clip leaves the released sums in the noise: nothing can be shown to help.
     with pytest.warns(UserWarning, match=r"not applied: the estimated change .* ± "):
         cal = calibrate_multiclass(
             fed, UserLevelDP(0.5, 1e-5, clip=1e-3), method="vector", rounds=3, rng=0
         )
     assert cal.procedure["applied"] is False
-    np.testing.assert_allclose(cal.predict_proba(z_te), z_to_p(z_te), atol=1e-12)
+    np.testing.assert_allclose(cal.predict_proba(z_te), softmax_rows(z_te), atol=1e-12)
 
 
 def test_one_round_returns_the_newton_step_from_that_round():
     # T = 1 evaluates only the identity; its quadratic model predicts the step's gain.
-    fed, _, _, z_te, y_te = _digits()
+    fed, _, _, z_te, y_te = digits_task()
     cal = calibrate_multiclass(fed, SecureAggregation(), method="temperature", rounds=1, rng=0)
     assert cal.procedure["applied"] is True
     assert cal.procedure["estimated_nll_change"] < 0

@@ -18,7 +18,7 @@ from fedeval.calibration.binning import (
     default_n_bins,
     histogram_binning,
 )
-from fedeval.calibration.do_no_harm import IdentityCalibrator
+from fedeval.calibration.do_no_harm import IdentityCalibrator, MulticlassIdentityCalibrator
 from fedeval.calibration.fedcal import FedCalCalibrator
 from fedeval.calibration.federated import calibrate_multiclass
 from fedeval.calibration.multiclass_binning import MulticlassBinningCalibrator
@@ -32,6 +32,7 @@ __all__ = [
     "HistogramBinningCalibrator",
     "IdentityCalibrator",
     "MulticlassBinningCalibrator",
+    "MulticlassIdentityCalibrator",
     "ScalingCalibrator",
     "bbq",
     "bbq_from_hierarchy",

@@ -24,26 +24,48 @@ Estimates (all from the consistent released leaf counts; documented choices):
   for the map (AIC's optimism of an in-sample log-likelihood with B fitted
   parameters, per example).
 
+Multiclass FedBin / FedBBQ (:func:`multiclass_harm_estimates`,
+:func:`keep_or_decline_multiclass`) are judged from their own released
+one-vs-rest histograms P_j[b], N_j[b] (class j, fine bin b of the class-j
+confidence) and the known noise variances v⁺, v⁻ of every count (T times one
+round's): classwise ECE and the one-vs-rest Brier score before and after, see
+:func:`multiclass_harm_estimates`. The declined map is a
+:class:`MulticlassIdentityCalibrator` (the input probabilities; softmax of
+logits).
+
 References
 ----------
 .. [1] cormode-markov-2023-federated-calibration-evaluation §6, Theorem 7.
 .. [2] H. Akaike (1974), "A new look at the statistical model identification"
    (AIC: in-sample log-likelihood is optimistic by the number of parameters).
+.. [3] private-federated-multiclass-calibration, Algorithm 1, Appendices
+   B.3–B.5 (the one-vs-rest histograms, FedBin, FedBBQ, the α_j weighting),
+   Definition 3.3 (classwise ECE).
+.. [4] B. Efron (1986), "How biased is the apparent error rate of a prediction
+   rule?", JASA 81 (optimism = 2 Σ Cov(ŷ_i, y_i), here for the Brier score).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.calibration.base import Calibrator, register, warn_degenerate
+from fedeval.calibration.multiclass import MulticlassCalibrator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
-__all__ = ["IdentityCalibrator", "binary_harm_estimates", "keep_or_decline"]
+__all__ = [
+    "IdentityCalibrator",
+    "MulticlassIdentityCalibrator",
+    "binary_harm_estimates",
+    "keep_or_decline",
+    "keep_or_decline_multiclass",
+    "multiclass_harm_estimates",
+]
 
 _P_FLOOR = 1e-12
 
@@ -166,3 +188,242 @@ def keep_or_decline(
         "budget would let the map be learned; pass do_no_harm=False to keep it anyway."
     )
     return IdentityCalibrator(declined=method, estimates=est, receipt=dict(calibrator.receipt))
+
+
+@register
+@dataclass(frozen=True)
+class MulticlassIdentityCalibrator(MulticlassCalibrator):
+    """The identity map on class probabilities, returned when a multiclass map would not help.
+
+    :meth:`predict_proba` returns the input probabilities (the softmax of
+    logits), validated as the declined calibrator would have validated them.
+
+    Attributes
+    ----------
+    declined : str
+        The method that was learned and declined ("binning", "bbq").
+    estimates : dict
+        The release's estimates that decided (:func:`multiclass_harm_estimates`).
+    n_classes, input_kind, receipt, procedure
+        See :class:`~fedeval.calibration.multiclass.MulticlassCalibrator`; the
+        receipt is the declined release's (its budget was spent).
+    """
+
+    kind: ClassVar[str] = "multiclass-identity"
+
+    declined: str = ""
+    estimates: dict[str, Any] = field(default_factory=dict)
+
+    def predict_proba(self, scores: Any) -> NDArray[np.float64]:
+        """The input probabilities (softmax of logits), shape (n, c)."""
+        return self._probabilities(scores)
+
+
+def multiclass_harm_estimates(
+    positive: NDArray[np.float64],
+    negative: NDArray[np.float64],
+    var_positive: NDArray[np.float64],
+    var_negative: NDArray[np.float64],
+    mapped: NDArray[np.float64],
+    alpha: NDArray[np.float64],
+    map_bins: int,
+    *,
+    scheme_weights: NDArray[np.float64] | None = None,
+    prior_strength: float = 0.0,
+) -> dict[str, float]:
+    """Classwise ECE and Brier score before/after a one-vs-rest binning map, from its release.
+
+    Parameters
+    ----------
+    positive, negative : ndarray, shape (c, F)
+        The released (noisy, possibly negative) one-vs-rest counts P_j[b],
+        N_j[b] on F fine equal-width bins of the class-j confidence.
+    var_positive, var_negative : ndarray, shape (c, F)
+        The known noise variance of each released count (0 without DP).
+    mapped : ndarray, shape (c, F)
+        The map's value q_j[b] on each fine bin, with its weighting applied
+        (α_j g_j + (1 − α_j) s_b, s_b the bin midpoint, for "all").
+    alpha : ndarray, shape (c,)
+        How much of the estimated table the map uses (1 for the unweighted map).
+    map_bins : int
+        B, the number of equal-width bins the map is estimated on (divides F):
+        its estimation error is per such bin, and the ECE groups are never
+        finer.
+    scheme_weights : ndarray, shape (c, M), optional
+        FedBBQ: the BBQ weight w_jℓ of the 2^ℓ-bin binning, ℓ = 1..M
+        (F = 2^M). Without it the map is one binning of ``map_bins`` bins.
+    prior_strength : float
+        FedBBQ's N': a 2^ℓ-bin value (m + α_b)/(n + N'/2^ℓ) moves with the
+        counts by n/(n + N'/2^ℓ) only.
+
+    Returns
+    -------
+    dict
+        ``cwece_before``, ``cwece_after``, ``brier_before``, ``brier_after``,
+        ``brier_change_se``: released values only, no count.
+
+    Notes
+    -----
+    Everything is post-processing of the release. With P⁺, N⁺ the counts
+    clamped at 0 (used only as weights), n_k = max(Σ_{b∈k} P_b + N_b, 0) the
+    released total of map bin k, q̄_k the (P⁺ + N⁺)-weighted mean map value
+    of bin k, and M̂ = Σ_{j,b}(P + N)/c the released number of examples:
+
+    * **Groups**: G = clip(round(M̂^{1/3}), 2, B) equal-width groups of fine
+      bins (Cormode–Markov's B ≈ M^{1/3}, as the binary estimate): finer
+      groups would let the noise of each |gap| dominate the sum.
+    * **cwECE before** (Definition 3.3): Σ_{j,g} √max(D_jg² − V_jg, 0) / (c M̂),
+      D_jg = Σ_{b∈g} P_jb − s_b(P_jb + N_jb) (linear in the raw counts, so
+      unbiased), each |gap| debiased for its noise variance
+      V = Σ_{b∈g} v⁺(1 − s_b)² + v⁻ s_b² as in the binary estimate.
+    * **cwECE after** (predicted, held-out): the in-sample gap with q_jb for
+      s_b, debiased alike, plus the map's estimation error √(2/π)·√(Σ_k E_jk)
+      over the map bins k in the group, E_jk = α_j²(n_k q̄(1 − q̄) + v⁺_k(1 − q̄)²
+      + v⁻_k q̄²) the variance of n_k(q̄_k − π_k) (the mean absolute value of
+      a normal error is √(2/π) times its standard deviation; v_k the summed
+      noise variance of the bin; a map bin straddling groups is split evenly).
+    * **Brier** (one-vs-rest, summed over classes, per example):
+      Σ_{j,b} P_jb (1 − q)² + N_jb q², over M̂, with q = s_b before and q_jb
+      after. Linear in the raw (unclamped) counts, hence unbiased for the
+      binned scores (and, under heavy noise, possibly negative: only the
+      change after − before is meaningful, and the warning gives that). A proper score whose optimism has a closed form at any
+      noise level (the log loss's does not near 0 and 1, where the noise puts
+      the bins of a DP release), which is why it decides rather than the NLL.
+    * **Optimism** of the in-sample Brier of the map (Efron 1986: 2 Σ Cov(q̂, y)),
+      added to ``brier_after``: per map bin 2α(q̄(1 − q̄) + (v⁺(1 − q̄)² +
+      v⁻ q̄²)/n) (sampling, and the noise the fitted value follows), capped at
+      n (no example's Brier term exceeds 1). For FedBBQ the covariance is
+      linear in the averaged values, so the optimism is Σ_ℓ w_jℓ times that of
+      the 2^ℓ-bin binning, each shrunk by n/(n + N'/2^ℓ) (the BBQ weights
+      treated as fixed).
+    * ``brier_change_se``: the standard error of the change, from
+      Σ (P⁺ + v⁺)Δ⁺² + (N⁺ + v⁻)Δ⁻² over M̂², Δ the per-example change of the
+      loss of a positive / negative (sampling bounded by the second moment,
+      plus the noise).
+
+    Documented approximations: the uncalibrated confidence of a fine bin is
+    its midpoint; the final renormalisation over classes is ignored (the
+    estimates are those of the one-vs-rest maps g̃_j); the dependence of q on
+    the same noise is linearised.
+    """
+    c, n_fine = positive.shape
+    pp = np.maximum(positive, 0.0)
+    nn = np.maximum(negative, 0.0)
+    mids = (np.arange(n_fine) + 0.5) / n_fine
+    s = np.broadcast_to(mids, (c, n_fine))
+    q = np.clip(mapped, 0.0, 1.0)
+    m_hat = max(float(np.sum(positive + negative)) / c, 1.0)
+    d_pos = (1.0 - q) ** 2 - (1.0 - s) ** 2
+    d_neg = q**2 - s**2
+    brier_before = float(np.sum(positive * (1.0 - s) ** 2 + negative * s**2)) / m_hat
+    brier_in = float(np.sum(positive * (1.0 - q) ** 2 + negative * q**2)) / m_hat
+    var_change = float(np.sum((pp + var_positive) * d_pos**2 + (nn + var_negative) * d_neg**2))
+
+    width = n_fine // map_bins
+
+    def per_bin(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(x.reshape(c, map_bins, width).sum(axis=2), dtype=np.float64)
+
+    # Gaps are linear in the raw counts (unbiased); clamped counts only weight.
+    n_k = np.maximum(per_bin(positive + negative), 0.0)
+    weight = pp + nn
+    w_k = per_bin(weight)
+    q_k = np.where(w_k > 0, per_bin(q * weight) / np.where(w_k > 0, w_k, 1.0), per_bin(q) / width)
+    a = np.asarray(alpha, dtype=np.float64)[:, None]
+    noise_k = per_bin(var_positive) * (1.0 - q_k) ** 2 + per_bin(var_negative) * q_k**2
+    # Variance of the map's error n_k(q_k − π_k), spread evenly over the fine bins.
+    err_var = np.repeat(a**2 * (n_k * q_k * (1.0 - q_k) + noise_k) / width, width, axis=1)
+    groups = int(min(max(round(m_hat ** (1.0 / 3.0)), 2), map_bins))
+    starts = np.linspace(0, n_fine, groups + 1).round().astype(np.intp)[:-1]
+
+    def per_group(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(np.add.reduceat(x, starts, axis=1), dtype=np.float64)
+
+    gap_before = per_group(positive - s * (positive + negative))
+    var_before = per_group(var_positive * (1.0 - s) ** 2 + var_negative * s**2)
+    gap_after = per_group(positive - q * (positive + negative))
+    var_after = per_group(var_positive * (1.0 - q) ** 2 + var_negative * q**2)
+    ece_before = np.sqrt(np.maximum(gap_before**2 - var_before, 0.0))
+    ece_after = np.sqrt(np.maximum(gap_after**2 - var_after, 0.0)) + math.sqrt(
+        2.0 / math.pi
+    ) * np.sqrt(per_group(err_var))
+
+    def optimism(bins: int, prior: float) -> NDArray[np.float64]:
+        """Per-class optimism (total, in Brier units) of a ``bins``-bin binning."""
+        w = n_fine // bins
+        n_b = np.maximum((positive + negative).reshape(c, bins, w).sum(axis=2), 0.0)
+        wt = weight.reshape(c, bins, w).sum(axis=2)
+        den = np.where(wt > 0, wt, 1.0)
+        q_b = np.where(wt > 0, (q * weight).reshape(c, bins, w).sum(axis=2) / den, 0.5)
+        v_b = var_positive.reshape(c, bins, w).sum(axis=2) * (1.0 - q_b) ** 2
+        v_b = v_b + var_negative.reshape(c, bins, w).sum(axis=2) * q_b**2
+        shrink = np.divide(n_b, n_b + prior, out=np.zeros_like(n_b), where=n_b + prior > 0)
+        each = 2.0 * a * shrink * (q_b * (1.0 - q_b) + v_b / np.maximum(n_b, 1.0))
+        return np.asarray(np.minimum(each, n_b).sum(axis=1), dtype=np.float64)
+
+    if scheme_weights is None:
+        opt_total = float(np.sum(optimism(map_bins, 0.0)))
+    else:
+        sw = np.asarray(scheme_weights, dtype=np.float64)
+        opt_total = sum(
+            float(np.sum(sw[:, ell - 1] * optimism(2**ell, prior_strength / 2**ell)))
+            for ell in range(1, sw.shape[1] + 1)
+        )
+    return {
+        "cwece_before": float(np.sum(ece_before)) / (c * m_hat),
+        "cwece_after": float(np.sum(ece_after)) / (c * m_hat),
+        "brier_before": brier_before,
+        "brier_after": brier_in + opt_total / m_hat,
+        "brier_change_se": math.sqrt(var_change) / m_hat,
+    }
+
+
+def keep_or_decline_multiclass(
+    calibrator: MulticlassCalibrator,
+    estimates: dict[str, float],
+    *,
+    method: str,
+    enabled: bool = True,
+) -> MulticlassCalibrator:
+    """``calibrator`` if its release predicts it lowers cwECE and the Brier score, else the identity.
+
+    The map is kept when the predicted classwise ECE is below the uncalibrated
+    one and the predicted Brier score (with its optimism) is below the
+    uncalibrated one by more than one standard error of the change
+    (:func:`multiclass_harm_estimates`). The decision and the estimates go
+    into ``procedure`` (``applied``, ``harm_estimates``) either way; with
+    ``enabled=False`` the map is kept whatever they say.
+
+    Returns
+    -------
+    MulticlassCalibrator
+        ``calibrator`` (with the decision recorded) or a
+        :class:`MulticlassIdentityCalibrator` carrying the same receipt, after a
+        ``UserWarning`` with the released estimates (never a count).
+    """
+    est = {k: float(v) for k, v in estimates.items()}
+    helps = (
+        est["cwece_after"] < est["cwece_before"]
+        and est["brier_after"] + est["brier_change_se"] < est["brier_before"]
+    )
+    if helps or not enabled:
+        procedure = {**calibrator.procedure, "applied": True, "harm_estimates": est}
+        return replace(calibrator, procedure=procedure)
+    change = est["brier_after"] - est["brier_before"]
+    warn_degenerate(
+        f"{method} calibration was not applied: its own (noisy) release estimates the "
+        f"classwise ECE of the uncalibrated probabilities at {est['cwece_before']:.4f} and "
+        f"that of the learned map on new data at {est['cwece_after']:.4f}, and the map's change "
+        f"of the Brier score at {change:+.4f} ± {est['brier_change_se']:.2g} (standard error; "
+        "negative is better); returning the identity map (the input probabilities). More "
+        "clients or budget would let the map be learned; pass do_no_harm=False to keep it "
+        "anyway."
+    )
+    return MulticlassIdentityCalibrator(
+        declined=method,
+        estimates=est,
+        n_classes=calibrator.n_classes,
+        input_kind=calibrator.input_kind,
+        receipt=dict(calibrator.receipt),
+        procedure={**calibrator.procedure, "applied": False, "harm_estimates": est},
+    )

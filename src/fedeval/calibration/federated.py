@@ -54,7 +54,7 @@ METHODS: tuple[str, ...] = (
     "fedcal",
 )
 
-_BINNING_OPTIONS = frozenset({"weighting", "n_bins", "levels", "prior_strength"})
+_BINNING_OPTIONS = frozenset({"weighting", "n_bins", "levels", "prior_strength", "do_no_harm"})
 _SCALING_OPTIONS = frozenset(
     {"optimizer", "max_iter", "server_lr", "l2", "max_step", "do_no_harm", "progress", "population"}
 )
@@ -129,7 +129,7 @@ def calibrate_multiclass(
 
         * binning/bbq: ``weighting`` ("all" default, "changed", "none"),
           ``n_bins`` (FedBin, 15), ``levels`` (FedBBQ's M, 7),
-          ``prior_strength`` (BBQ's N', 2);
+          ``prior_strength`` (BBQ's N', 2), ``do_no_harm`` (True);
         * temperature/vector/matrix/op-vector: ``optimizer`` ("newton", the
           pooled NLL by federated Newton; "fedavg", the paper's Algorithm 2),
           ``l2`` (per-family default, ``scaling.DEFAULT_L2``), ``max_step``

@@ -18,7 +18,15 @@ to C−, the server adds Gaussian noise), and decodes:
   α̃_j = min(Ñ_j / (sqrt(2/π) σ_P |P_j|), 1). "all" weights every prediction;
   "changed" only those whose predicted class the unweighted calibrator changes.
 
-The final prediction normalises (g̃_1, ..., g̃_c) to sum to 1.
+The final prediction normalises (g̃_1, ..., g̃_c) to sum to 1 and floors every
+probability at :data:`PROBABILITY_FLOOR` (then renormalises): a bin that saw no
+positive of class j gives g_j = 0, and one held-out example of class j in it
+would otherwise add −log 0 to the NLL.
+
+Do no harm (default): the histograms also estimate, at no extra budget,
+whether the map lowers the classwise ECE and the Brier score on new data
+(:func:`fedeval.calibration.do_no_harm.multiclass_harm_estimates`); if not,
+the identity map is returned with a warning.
 
 References
 ----------
@@ -60,6 +68,7 @@ from fedeval.sketches.tree import Tree
 from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = [
+    "PROBABILITY_FLOOR",
     "BinningHistograms",
     "MulticlassBinningCalibrator",
     "Weighting",
@@ -67,6 +76,13 @@ __all__ = [
     "fit_multiclass_binning",
     "histogram_table",
 ]
+
+#: Smallest probability a binning calibrator predicts (before renormalising the
+#: row). A public constant: a released bin value of 0 (a bin with no positive)
+#: would make the held-out NLL infinite; 1e-4 bounds one such example's NLL by
+#: −log(1e-4) ≈ 9.2 nats and moves a row's top probability by at most
+#: (c − 1)·1e-4.
+PROBABILITY_FLOOR = 1e-4
 
 Weighting = Literal["none", "all", "changed"]
 _WEIGHTINGS = ("none", "all", "changed")
@@ -254,6 +270,9 @@ class MulticlassBinningCalibrator(MulticlassCalibrator):
     method : {"binning", "bbq"}
     scheme_weights : ndarray, shape (c, M), optional
         FedBBQ only: BBQ weight of each of the M merged binnings.
+    floor : float
+        Every predicted probability is at least ``floor`` before the row is
+        renormalised (:data:`PROBABILITY_FLOOR`; 0 gives the paper's map).
     n_classes, input_kind, receipt, procedure
         See :class:`~fedeval.calibration.multiclass.MulticlassCalibrator`.
 
@@ -275,6 +294,7 @@ class MulticlassBinningCalibrator(MulticlassCalibrator):
     weighting: str = "all"
     method: str = "bbq"
     scheme_weights: NDArray[np.float64] | None = None
+    floor: float = PROBABILITY_FLOOR
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """Calibrated class probabilities.
@@ -288,9 +308,9 @@ class MulticlassBinningCalibrator(MulticlassCalibrator):
         Returns
         -------
         ndarray, shape (n, c)
-            Rows sum to 1. A row whose one-vs-all values are all 0 (possible
-            only when every bin it falls in saw only negatives) keeps the base
-            model's probabilities.
+            Rows sum to 1, every entry at least about ``floor``. A row whose
+            one-vs-all values are all 0 (possible only when every bin it falls
+            in saw only negatives) keeps the base model's probabilities.
 
         Raises
         ------
@@ -302,13 +322,19 @@ class MulticlassBinningCalibrator(MulticlassCalibrator):
         idx = UniformGrid(n_bins).bin_index(p.ravel()).reshape(p.shape)
         g = np.take_along_axis(self.table, idx.T, axis=1).T
         if self.weighting == "none":
-            return _normalise(g, p)
+            return self._floored(_normalise(g, p))
         weighted = _normalise(self.alpha[None, :] * g + (1.0 - self.alpha[None, :]) * p, p)
         if self.weighting == "all":
-            return weighted
+            return self._floored(weighted)
         plain = _normalise(g, p)
         changed = np.argmax(plain, axis=1) != np.argmax(p, axis=1)
-        return np.where(changed[:, None], weighted, plain)
+        return self._floored(np.where(changed[:, None], weighted, plain))
+
+    def _floored(self, rows: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.floor <= 0.0:
+            return rows
+        out = np.maximum(rows, self.floor)
+        return np.asarray(out / out.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
 def _normalise(g: NDArray[np.float64], fallback: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -328,9 +354,10 @@ def fit_multiclass_binning(
     n_bins: int = 15,
     levels: int = 7,
     prior_strength: float = 2.0,
+    do_no_harm: bool = True,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
-) -> MulticlassBinningCalibrator:
+) -> MulticlassCalibrator:
     """Run Algorithm 1 (FedBin or FedBBQ) over T rounds and return the calibrator.
 
     Parameters
@@ -354,13 +381,22 @@ def fit_multiclass_binning(
         FedBBQ's M ≥ 1 (paper: 7, i.e. 128 bins).
     prior_strength : float
         BBQ's N' > 0 (paper: 2).
+    do_no_harm : bool
+        True (default): return a
+        :class:`~fedeval.calibration.do_no_harm.MulticlassIdentityCalibrator`
+        with a warning unless the released histograms predict that the map
+        lowers both the classwise ECE and (by one standard error) the Brier
+        score on new data (:func:`fedeval.calibration.do_no_harm.multiclass_harm_estimates`;
+        no extra budget). False keeps the map. Either way ``procedure`` records
+        ``applied`` and the ``harm_estimates``.
     rng : int, Generator or None
     ledger : BudgetLedger, optional
         Charged for all rounds, once, before the first round.
 
     Returns
     -------
-    MulticlassBinningCalibrator
+    MulticlassBinningCalibrator or MulticlassIdentityCalibrator
+        The map, or the identity when do-no-harm declined it.
 
     Raises
     ------
@@ -388,6 +424,11 @@ def fit_multiclass_binning(
     * Noise is continuous Gaussian, as the paper's Lemma B.7: clipped
       histograms are real-valued. Negative noisy counts are clamped at 0
       before decoding (post-processing).
+    * Do no harm judges the map at the resolution it is estimated on: FedBin's
+      ``n_bins``; FedBBQ's 2^ℓ bins with ℓ the BBQ-weighted mean level
+      (rounded, averaged over classes). The "changed" weighting is judged as
+      the unweighted map (α = 1), which it equals wherever the argmax is kept.
+    * Predictions are floored at :data:`PROBABILITY_FLOOR` (not in the paper).
 
     Privacy: user-level (ε, δ)-DP under UserLevelDP; with SecureAggregation
     the server learns the exact summed histograms (no DP). The whole procedure
@@ -444,9 +485,10 @@ def fit_multiclass_binning(
     else:
         n_class = np.bincount(fed.labels, minlength=c).astype(np.float64)
         alpha = np.where(n_class > 0, np.minimum(n_tilde / np.maximum(n_class, 1.0), 1.0), 0.0)
-    return MulticlassBinningCalibrator(
+    alpha = np.asarray(alpha, dtype=np.float64)
+    cal = MulticlassBinningCalibrator(
         table,
-        np.asarray(alpha, dtype=np.float64),
+        alpha,
         weighting,
         method,
         scheme_w,
@@ -460,3 +502,29 @@ def fit_multiclass_binning(
             clip=client_clip(privacy),
         ),
     )
+    from fedeval.calibration.do_no_harm import (
+        keep_or_decline_multiclass,
+        multiclass_harm_estimates,
+    )
+
+    if scheme_w is None:
+        map_bins = bins
+    else:
+        mean_level = float(np.mean(scheme_w @ np.arange(1, scheme_w.shape[1] + 1)))
+        map_bins = 2 ** int(min(max(round(mean_level), 1), scheme_w.shape[1]))
+    used = alpha if weighting == "all" else np.ones(c)
+    mids = (np.arange(bins) + 0.5) / bins
+    mapped = used[:, None] * table + (1.0 - used[:, None]) * mids[None, :]
+    total_var = t * hist.round_variance
+    est = multiclass_harm_estimates(
+        hist.positive,
+        hist.negative,
+        total_var[: c * bins].reshape(c, bins),
+        total_var[c * bins : 2 * c * bins].reshape(c, bins),
+        mapped,
+        used,
+        map_bins,
+        scheme_weights=scheme_w,
+        prior_strength=prior,
+    )
+    return keep_or_decline_multiclass(cal, est, method=method, enabled=bool(do_no_harm))

@@ -1,0 +1,158 @@
+"""Do no harm for multiclass FedBin / FedBBQ (issue 14)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from fedeval.calibration import calibrator_from_json
+from fedeval.calibration.do_no_harm import MulticlassIdentityCalibrator
+from fedeval.calibration.federated import calibrate_multiclass
+from fedeval.calibration.multiclass_binning import PROBABILITY_FLOOR, MulticlassBinningCalibrator
+from fedeval.data import Federation
+from fedeval.metrics.calibration_error import calibration_summary
+from fedeval.privacy.models import SecureAggregation, UserLevelDP
+from helpers import digits_task, softmax_rows
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("method", ["binning", "bbq"])
+@pytest.mark.parametrize("clip", [1.0, (10.0, 50.0)], ids=["C=1", "C=10,50"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_user_level_dp_on_digits_is_no_worse_than_uncalibrated(method, clip, seed):
+    # Issue 14 with the README's settings (ε = 3, δ = 1e-5; C = 1 is the CLI's default
+    # clip, (10, 50) the paper's). Tolerance: one standard error of the held-out value
+    # (calibration_summary: NLL sd/√n, ECE by the delta method). Before do-no-harm,
+    # binning at C = 1, seed 0 went ECE 0.040 -> 0.114 and bbq at C = (10, 50), seed 1
+    # 0.040 -> 0.139.
+    fed, _, _, z_te, y_te = digits_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a declined map warns; both outcomes are allowed
+        cal = calibrate_multiclass(fed, UserLevelDP(3.0, 1e-5, clip=clip), method=method, rng=seed)
+    before = calibration_summary(softmax_rows(z_te), y_te)
+    after = calibration_summary(cal.predict_proba(z_te), y_te)
+    assert after["nll"] <= before["nll"] + before["nll_se"]
+    assert after["ece_top"] <= before["ece_top"] + before["ece_top_se"]
+    assert cal.epsilon_spent <= 3.0 + 1e-9
+
+
+@pytest.mark.parametrize("method", ["binning", "bbq"])
+def test_secure_aggregation_on_digits_does_not_blow_up_the_nll(method):
+    # FedBin gave probability exactly 0 to held-out examples in bins that saw no
+    # positive of their class: NLL 0.59 -> 4.8 on this task before the floor.
+    # Tolerance: one standard error of the held-out NLL.
+    fed, _, _, z_te, y_te = digits_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = calibrate_multiclass(fed, SecureAggregation(), method=method, rng=0)
+    before = calibration_summary(softmax_rows(z_te), y_te)
+    after = calibration_summary(cal.predict_proba(z_te), y_te)
+    assert after["nll"] <= before["nll"] + before["nll_se"]
+
+
+def _overconfident(n: int, c: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Labels drawn from softmax(z), reported logits 3 z: every map that helps must cool them."""
+    rng = np.random.default_rng(seed)
+    z = 1.5 * rng.normal(size=(n, c))
+    y = (softmax_rows(z).cumsum(axis=1) > rng.random((n, 1))).argmax(axis=1)
+    return 3 * z, y
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("method", ["binning", "bbq"])
+def test_secure_aggregation_applies_a_map_that_clearly_helps(method):
+    # 20 000 examples over 200 clients: the released Brier gain (≈ 0.07) is some 40
+    # standard errors (≈ 0.002), so the map is applied; held-out NLL must then drop by
+    # more than two of its standard errors (measured 1.38 -> 0.99, SE 0.03).
+    z, y = _overconfident(20_000, 4, 0)
+    z_te, y_te = _overconfident(5_000, 4, 1)
+    fed = Federation.from_arrays(z, y, clients=np.arange(len(y)) % 200, kind="logits")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # applied: no warning
+        cal = calibrate_multiclass(fed, SecureAggregation(), method=method, rng=0)
+    assert isinstance(cal, MulticlassBinningCalibrator)
+    assert cal.procedure["applied"] is True
+    est = cal.procedure["harm_estimates"]
+    assert est["cwece_after"] < est["cwece_before"]
+    assert est["brier_after"] + est["brier_change_se"] < est["brier_before"]
+    before = calibration_summary(softmax_rows(z_te), y_te)
+    after = calibration_summary(cal.predict_proba(z_te), y_te)
+    assert after["nll"] < before["nll"] - 2 * before["nll_se"]
+
+
+def _declined(method: str = "binning") -> tuple[MulticlassIdentityCalibrator, str]:
+    fed, *_ = digits_task()
+    with pytest.warns(UserWarning, match="not applied") as caught:
+        cal = calibrate_multiclass(fed, UserLevelDP(3.0, 1e-5, clip=1.0), method=method, rng=0)
+    assert isinstance(cal, MulticlassIdentityCalibrator)
+    return cal, str(caught[0].message)
+
+
+def test_declined_map_is_the_identity_and_round_trips_through_json():
+    cal, _ = _declined()
+    fed, _, _, z_te, _ = digits_task()
+    assert cal.declined == "binning"
+    assert cal.procedure["applied"] is False
+    assert cal.epsilon_spent == pytest.approx(3.0, rel=0.05)  # the release happened
+    np.testing.assert_allclose(cal.predict_proba(z_te), softmax_rows(z_te), atol=1e-12)
+    back = calibrator_from_json(cal.to_json())
+    assert isinstance(back, MulticlassIdentityCalibrator)
+    assert back.estimates == cal.estimates
+    assert back.procedure == cal.procedure
+    assert back.guarantee.epsilon == cal.guarantee.epsilon
+    np.testing.assert_array_equal(back.predict_proba(z_te), cal.predict_proba(z_te))
+    # Probability inputs come back unchanged.
+    p = softmax_rows(z_te)
+    ident = MulticlassIdentityCalibrator(n_classes=10, input_kind="probabilities")
+    np.testing.assert_array_equal(ident.predict_proba(p), p)
+
+
+@pytest.mark.parametrize("method", ["binning", "bbq"])
+def test_the_warning_and_the_record_hold_no_exact_count(method):
+    cal, message = _declined(method)
+    fed, *_ = digits_task()
+    counts = {len(fed.labels), fed.n_clients, *np.bincount(fed.labels).tolist()}
+    numbers = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", message)]
+    assert numbers  # the estimates are there
+    assert not counts & set(numbers)
+    assert all(not float(x).is_integer() or x == 0 for x in numbers)
+    for name in ("classwise ECE", "Brier score", "±"):
+        assert name in message
+    assert set(cal.estimates) == {
+        "cwece_before",
+        "cwece_after",
+        "brier_before",
+        "brier_after",
+        "brier_change_se",
+    }
+
+
+def test_do_no_harm_false_keeps_the_map_and_records_the_estimates():
+    fed, *_ = digits_task()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # kept: no warning
+        cal = calibrate_multiclass(
+            fed, UserLevelDP(3.0, 1e-5, clip=1.0), method="binning", rng=0, do_no_harm=False
+        )
+    assert isinstance(cal, MulticlassBinningCalibrator)
+    assert cal.procedure["applied"] is True
+    assert cal.procedure["harm_estimates"]["cwece_after"] > 0
+
+
+def test_predictions_are_floored_at_the_public_floor():
+    # A table entry of 0 (a bin with no positive) would give −log 0 on a held-out example.
+    cal = MulticlassBinningCalibrator(
+        np.array([[0.0, 1.0], [0.0, 1.0]]),  # g_j = 0 below 0.5, 1 above
+        np.ones(2),
+        "none",
+        "binning",
+        n_classes=2,
+        input_kind="probabilities",
+    )
+    out = cal.predict_proba(np.array([[0.9, 0.1], [0.2, 0.8]]))
+    floor = PROBABILITY_FLOOR / (1 + PROBABILITY_FLOOR)  # after renormalising the row
+    np.testing.assert_allclose(out, [[1 - floor, floor], [floor, 1 - floor]], rtol=1e-12)
+    assert cal.floor == PROBABILITY_FLOOR
