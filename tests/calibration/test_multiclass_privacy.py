@@ -25,7 +25,8 @@ from fedeval.privacy.models import SecureAggregation, UserLevelDP
 from fedeval.privacy.noise import CentralNoise
 from fedeval.sketches.class_histograms import OneVsRestSketch
 from fedeval.sketches.clipped_sums import ClippedSumSketch
-from fedeval.sketches.scaler_updates import ScalerUpdateSketch, clip_l2
+from fedeval.sketches.clipped_vector import clip_l2
+from fedeval.sketches.scaler_updates import ScalerUpdateSketch
 
 
 def _clients(seed: int, n_clients: int, c: int) -> list[tuple[np.ndarray, np.ndarray]]:
