@@ -49,10 +49,9 @@ from fedeval.metrics.roc import CurveMethod, roc_curve
 from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
 from fedeval.planning import Plan, plan, public_example_count
 from fedeval.postprocess.bootstrap import bootstrap_values
-from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.privacy.receipt import Receipt
+from fedeval.privacy.receipt import Receipt, ReceiptAccessors
 from fedeval.privacy.sampling import uniform_seed
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
@@ -75,7 +74,7 @@ def _defined(tree: HierarchicalHistogram) -> bool:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class Evaluation(ReceiptAccessors):
     """Every binary metric from one private release.
 
     Attributes
@@ -113,23 +112,6 @@ class Evaluation:
     @property
     def receipt(self) -> Receipt:
         return self.tree.receipt
-
-    @property
-    def epsilon_spent(self) -> float:
-        """ε charged by this evaluation (0 under secure aggregation)."""
-        return self.receipt.epsilon_spent
-
-    @property
-    def delta_spent(self) -> float:
-        return self.receipt.delta_spent
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.receipt.guarantee
-
-    def privacy_receipt(self) -> list[dict[str, Any]]:
-        """Model, ε per release, unit and neighbouring relation: one row per ledger entry."""
-        return self.receipt.rows()
 
     @property
     def n_positives(self) -> float:

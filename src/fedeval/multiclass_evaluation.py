@@ -68,10 +68,9 @@ from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation
-from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.privacy.receipt import Receipt
+from fedeval.privacy.receipt import Receipt, ReceiptAccessors
 from fedeval.privacy.sensitivity import Layout
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.multiclass import MulticlassCounts, MulticlassSketch
@@ -245,7 +244,7 @@ def _folded_ece_se(
 
 # ----------------------------------------------------------------- the result
 @dataclass(frozen=True)
-class MulticlassEvaluation:
+class MulticlassEvaluation(ReceiptAccessors):
     """Every multiclass metric from one private release, with standard errors.
 
     Attributes
@@ -281,22 +280,6 @@ class MulticlassEvaluation:
     @property
     def receipt(self) -> Receipt:
         return self.counts.receipt
-
-    @property
-    def epsilon_spent(self) -> float:
-        return self.receipt.epsilon_spent
-
-    @property
-    def delta_spent(self) -> float:
-        return self.receipt.delta_spent
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.receipt.guarantee
-
-    def privacy_receipt(self) -> list[dict[str, Any]]:
-        """One row per ledger entry: the budget split over the parts is visible here."""
-        return self.receipt.rows()
 
     @property
     def private(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
 
-__all__ = ["Receipt", "compose"]
+__all__ = ["Receipt", "ReceiptAccessors", "compose"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,38 @@ class Receipt:
             str(data.get("mechanism", "none")),
             dict(data.get("sensitivity", {})),
         )
+
+
+class ReceiptAccessors:
+    """The privacy accessors of an estimate decoded from one release.
+
+    A result class (:class:`fedeval.Evaluation`,
+    :class:`fedeval.MulticlassEvaluation`) defines :attr:`receipt`; this mixin
+    gives it the same ``epsilon_spent``, ``delta_spent``, ``guarantee`` and
+    ``privacy_receipt()`` as every other result, read from that receipt.
+    """
+
+    @property
+    def receipt(self) -> Receipt:
+        """The receipt of the release the estimate was decoded from."""
+        raise NotImplementedError
+
+    @property
+    def epsilon_spent(self) -> float:
+        """ε charged by the release (0 under secure aggregation)."""
+        return self.receipt.epsilon_spent
+
+    @property
+    def delta_spent(self) -> float:
+        return self.receipt.delta_spent
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.receipt.guarantee
+
+    def privacy_receipt(self) -> list[dict[str, Any]]:
+        """Model, ε per release, unit and neighbouring relation: one row per ledger entry."""
+        return self.receipt.rows()
 
 
 def compose(receipts: list[Receipt], what: str) -> Receipt:
