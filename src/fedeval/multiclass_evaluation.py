@@ -61,7 +61,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -242,6 +242,39 @@ def _folded_ece_se(
     return float(np.sqrt(var_abs.sum() / n**2 + (ece / n) ** 2 * var_n))
 
 
+_T = TypeVar("_T")
+
+
+class _Metric(Generic[_T]):
+    """A read-only metric of :attr:`MulticlassEvaluation.values`, typed for users."""
+
+    def __init__(self, key: str, doc: str, convert: Callable[[Any], _T]) -> None:
+        self.key = key
+        self.convert = convert
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Metric[_T]: ...
+
+    @overload
+    def __get__(self, obj: MulticlassEvaluation, owner: type | None = None) -> _T: ...
+
+    def __get__(
+        self, obj: MulticlassEvaluation | None, owner: type | None = None
+    ) -> _Metric[_T] | _T:
+        if obj is None:
+            return self
+        return self.convert(obj.values[self.key])
+
+
+def _scalar(key: str, doc: str) -> _Metric[float]:
+    return _Metric(key, doc, float)
+
+
+def _per_class(key: str, doc: str) -> _Metric[NDArray[np.float64]]:
+    return _Metric(key, doc, np.asarray)
+
+
 # ----------------------------------------------------------------- the result
 @dataclass(frozen=True)
 class MulticlassEvaluation(ReceiptAccessors):
@@ -335,47 +368,33 @@ class MulticlassEvaluation(ReceiptAccessors):
         """(c, c): row = true class, column = argmax prediction (``sklearn.metrics.confusion_matrix``)."""
         return self.counts.confusion.copy()
 
-    @property
-    def accuracy(self) -> float:
-        return float(self.values["accuracy"])
+    accuracy = _scalar("accuracy", "Share of examples whose argmax is the true class.")
+    balanced_accuracy = _scalar("balanced_accuracy", "Mean per-class recall.")
+    precision = _per_class("precision", "Per-class precision of the argmax prediction.")
+    recall = _per_class("recall", "Per-class recall of the argmax prediction.")
+    f1 = _per_class("f1", "Per-class F1 of the argmax prediction.")
+    macro_f1 = _scalar("macro_f1", "Unweighted mean of the per-class F1.")
+    weighted_f1 = _scalar("weighted_f1", "Prevalence-weighted mean of the per-class F1.")
+    roc_auc = _scalar(
+        "roc_auc",
+        'Macro one-vs-rest ROC AUC (``roc_auc_score(multi_class="ovr", average="macro")``).',
+    )
+    roc_auc_weighted = _scalar(
+        "roc_auc_weighted", 'Prevalence-weighted one-vs-rest AUC (``average="weighted"``).'
+    )
+    roc_auc_per_class = _per_class("roc_auc_per_class", "One-vs-rest ROC AUC of every class.")
+    ece_top_label = _scalar("ece_top_label", "Top-label expected calibration error.")
+    ece_classwise = _scalar("ece_classwise", "Classwise expected calibration error.")
+    log_loss = _scalar(
+        "log_loss", "Mean per-example log loss, the true-class probability clipped to ≥ p_min."
+    )
+    brier_score = _scalar("brier", "Mean per-example multiclass Brier score Σ_j (p_j − y_j)².")
 
-    @property
-    def balanced_accuracy(self) -> float:
-        return float(self.values["balanced_accuracy"])
-
-    @property
-    def precision(self) -> NDArray[np.float64]:
-        return np.asarray(self.values["precision"])
-
-    @property
-    def recall(self) -> NDArray[np.float64]:
-        return np.asarray(self.values["recall"])
-
-    @property
-    def f1(self) -> NDArray[np.float64]:
-        return np.asarray(self.values["f1"])
-
-    @property
-    def macro_f1(self) -> float:
-        return float(self.values["macro_f1"])
-
-    @property
-    def weighted_f1(self) -> float:
-        return float(self.values["weighted_f1"])
-
-    @property
-    def roc_auc(self) -> float:
-        """Macro one-vs-rest ROC AUC (``roc_auc_score(multi_class="ovr", average="macro")``)."""
-        return float(self.values["roc_auc"])
-
-    @property
-    def roc_auc_weighted(self) -> float:
-        """Prevalence-weighted one-vs-rest AUC (``average="weighted"``)."""
-        return float(self.values["roc_auc_weighted"])
-
-    @property
-    def roc_auc_per_class(self) -> NDArray[np.float64]:
-        return np.asarray(self.values["roc_auc_per_class"])
+    def _top_k_index(self, k: int) -> int:
+        kk = check_int_at_least(k, 1, name="k")
+        if kk > self.n_classes:
+            raise ValueError(f"k must be at most the number of classes {self.n_classes}, got {k}")
+        return kk - 1
 
     def top_k_accuracy(self, k: int) -> float:
         """Share of examples whose true class is among the k highest probabilities.
@@ -384,34 +403,10 @@ class MulticlassEvaluation(ReceiptAccessors):
         stable ascending sort, reversed: among equal probabilities the higher
         class index ranks first).
         """
-        kk = check_int_at_least(k, 1, name="k")
-        if kk > self.n_classes:
-            raise ValueError(f"k must be at most the number of classes {self.n_classes}, got {k}")
-        return float(self.values["top_k_accuracy"][kk - 1])
+        return float(self.values["top_k_accuracy"][self._top_k_index(k)])
 
     def top_k_accuracy_se(self, k: int) -> float:
-        kk = check_int_at_least(k, 1, name="k")
-        if kk > self.n_classes:
-            raise ValueError(f"k must be at most the number of classes {self.n_classes}, got {k}")
-        return float(self.standard_errors["top_k_accuracy"][kk - 1])
-
-    @property
-    def ece_top_label(self) -> float:
-        return float(self.values["ece_top_label"])
-
-    @property
-    def ece_classwise(self) -> float:
-        return float(self.values["ece_classwise"])
-
-    @property
-    def log_loss(self) -> float:
-        """Mean per-example log loss, the true-class probability clipped to ≥ p_min."""
-        return float(self.values["log_loss"])
-
-    @property
-    def brier_score(self) -> float:
-        """Mean per-example multiclass Brier score Σ_j (p_j − y_j)²."""
-        return float(self.values["brier"])
+        return float(self.standard_errors["top_k_accuracy"][self._top_k_index(k)])
 
     # --------------------------------------------------------------- bounds
     @property
