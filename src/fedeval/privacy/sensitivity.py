@@ -39,7 +39,7 @@ from numpy.typing import NDArray
 
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 
-__all__ = ["Layout", "Part", "Sensitivity"]
+__all__ = ["Layout", "Part", "Sensitivity", "one_cell_per_part"]
 
 Layout = Literal["whole", "assign"]
 """How clients report: "whole" = every client encodes every part (the budget is
@@ -140,6 +140,64 @@ class Sensitivity:
             ],
             "derivation": self.derivation,
         }
+
+
+def one_cell_per_part(
+    parts: tuple[Part, ...],
+    *,
+    unit: PrivacyUnit,
+    neighbouring: Neighbouring,
+    l1: float,
+    l2: float,
+    layout: Layout,
+    examples_per_unit: int,
+    what: str,
+    noun: str,
+) -> Sensitivity:
+    """Sensitivity of a sketch in which one unit changes every part by (l1, l2).
+
+    Parameters
+    ----------
+    parts : tuple of Part
+        The sketch's parts (names and lengths; their budget shares are set here).
+    l1, l2 : float
+        What one unit changes in a single part.
+    layout : {"whole", "assign"}
+        "assign": each client reports one part, so parts are released by
+        disjoint clients (parallel composition) and the sensitivity is that of
+        one part, each part with the whole budget. "whole": every client
+        reports every part; over k parts L1 = k·l1, L2 = √k·l2, and the budget
+        is split evenly, ε/k per part.
+    what, noun : str
+        The derivation in words: what one unit changes, and what a part is
+        called ("level", "part").
+    """
+    k = len(parts)
+    if layout == "assign":
+        return Sensitivity(
+            unit,
+            neighbouring,
+            l1,
+            l2,
+            tuple(Part(p.name, p.length, 1.0, l1, l2) for p in parts),
+            examples_per_unit=examples_per_unit,
+            derivation=(
+                f"{what}: L1 = {l1:g} in the one {noun} its client reports, {noun}s released "
+                "by disjoint clients (parallel composition)"
+            ),
+        )
+    return Sensitivity(
+        unit,
+        neighbouring,
+        k * l1,
+        math.sqrt(k) * l2,
+        tuple(Part(p.name, p.length, 1.0 / k, l1, l2) for p in parts),
+        examples_per_unit=examples_per_unit,
+        derivation=(
+            f"{what} in each of the {k} {noun}s: L1 = {k * l1:g} over the vector "
+            f"({l1:g} per {noun}, an even budget split of ε/{k} per {noun})"
+        ),
+    )
 
 
 def _finite(x: float) -> float | None:

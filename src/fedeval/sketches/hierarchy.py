@@ -36,7 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
-from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
+from fedeval.privacy.sensitivity import Layout, Part, Sensitivity, one_cell_per_part
 from fedeval.sketches.base import Sketch
 from fedeval.sketches.grid import UniformGrid, bin_keys, chunked_bincount, count_bins
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
@@ -275,32 +275,16 @@ class HierarchySketch(Sketch):
                 examples_per_unit=b,
                 derivation=f"{what} among the leaves: L1 = {l1:g}",
             )
-        if layout == "assign":
-            parts = tuple(Part(p.name, p.length, 1.0, l1, l2) for p in self.parts)
-            return Sensitivity(
-                unit,
-                neighbouring,
-                l1,
-                l2,
-                parts,
-                examples_per_unit=b,
-                derivation=(
-                    f"{what} at the one level its client reports (height {h}): L1 = {l1:g} "
-                    "per level, levels released by disjoint clients"
-                ),
-            )
-        parts = tuple(Part(p.name, p.length, 1.0 / h, l1, l2) for p in self.parts)
-        return Sensitivity(
-            unit,
-            neighbouring,
-            h * l1,
-            math.sqrt(h) * l2,
-            parts,
+        return one_cell_per_part(
+            self.parts,
+            unit=unit,
+            neighbouring=neighbouring,
+            l1=l1,
+            l2=l2,
+            layout=layout,
             examples_per_unit=b,
-            derivation=(
-                f"{what} at each of the {h} levels of the hierarchy: L1 = {h * l1:g} over the "
-                f"vector ({l1:g} per level, ε/{h} per level)"
-            ),
+            what=f"{what} (height {h})",
+            noun="level",
         )
 
     # ---------------------------------------------------------------- encode

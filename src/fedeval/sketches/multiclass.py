@@ -84,7 +84,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
-from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
+from fedeval.privacy.sensitivity import Layout, Part, Sensitivity, one_cell_per_part
 from fedeval.sketches.base import Sketch
 from fedeval.sketches.grid import UniformGrid
 from fedeval.validation import check_int_at_least
@@ -270,32 +270,16 @@ class MulticlassSketch(Sketch):
             f"changes one cell of each of the {k} parts by 1"
             + ("" if b == 1 else f"; a client of at most {b} examples, {b} times that")
         )
-        if layout == "assign":
-            parts = tuple(Part(p.name, p.length, 1.0, per_part, per_part_l2) for p in self.parts)
-            return Sensitivity(
-                unit,
-                neighbouring,
-                per_part,
-                per_part_l2,
-                parts,
-                examples_per_unit=b,
-                derivation=(
-                    f"{what}: L1 = {per_part:g} in the one part its client reports, parts "
-                    "released by disjoint clients (parallel composition)"
-                ),
-            )
-        parts = tuple(Part(p.name, p.length, 1.0 / k, per_part, per_part_l2) for p in self.parts)
-        return Sensitivity(
-            unit,
-            neighbouring,
-            k * per_part,
-            math.sqrt(k) * per_part_l2,
-            parts,
+        return one_cell_per_part(
+            self.parts,
+            unit=unit,
+            neighbouring=neighbouring,
+            l1=per_part,
+            l2=per_part_l2,
+            layout=layout,
             examples_per_unit=b,
-            derivation=(
-                f"{what}: L1 = {k * per_part:g} over the vector, an even budget split "
-                f"of ε/{k} per part"
-            ),
+            what=what,
+            noun="part",
         )
 
     # --------------------------------------------------------------- encode
