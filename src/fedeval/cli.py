@@ -407,6 +407,26 @@ def _check_flags_thresholds_only(args: argparse.Namespace) -> None:
             )
 
 
+def _read_input(args: argparse.Namespace, steps: _Steps) -> Any:
+    """Read ``args.file`` as a Federation, one progress step.
+
+    One --score column means binary scores; several, one probability (or
+    logit) column per class.
+    """
+    import fedeval as fe
+
+    score: str | list[str] = args.score[0] if len(args.score) == 1 else list(args.score)
+    with steps.step(f"reading {Path(args.file).name}"):
+        return fe.read(
+            args.file,
+            score=score,
+            label=args.label,
+            client=args.client,
+            kind=args.kind,
+            score_range=(args.score_min, args.score_max),
+        )
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     privacy = _privacy(args)
     _check_out(args.out, args.force)
@@ -417,17 +437,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     steps = _Steps(
         5 if args.compare_exact else 4, "fedeval evaluate", disable=args.quiet or args.json
     )
-    # One --score column: binary scores; several: one probability (or logit) column per class.
-    score: str | list[str] = args.score[0] if len(args.score) == 1 else list(args.score)
-    with steps.step(f"reading {Path(args.file).name}"):
-        fed = fe.read(
-            args.file,
-            score=score,
-            label=args.label,
-            client=args.client,
-            kind=args.kind,
-            score_range=(args.score_min, args.score_max),
-        )
+    fed = _read_input(args, steps)
     name = model_label(privacy)
     if fed.kind != "binary":
         return _evaluate_multiclass(args, fed, privacy, name, steps)
@@ -592,17 +602,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         clip = args.clip or [1.0]
         kwargs["clip"] = clip[0] if len(clip) == 1 else tuple(clip)
     privacy = privacy_model(args.privacy, epsilon=args.epsilon, delta=args.delta, **kwargs)
-    score: str | list[str] = args.score[0] if len(args.score) == 1 else list(args.score)
     steps = _Steps(5, "fedeval calibrate", disable=args.quiet or args.json)
-    with steps.step(f"reading {Path(args.file).name}"):
-        fed = fe.read(
-            args.file,
-            score=score,
-            label=args.label,
-            client=args.client,
-            kind=args.kind,
-            score_range=(args.score_min, args.score_max),
-        )
+    fed = _read_input(args, steps)
     if fed.kind == "binary" and (args.rounds is not None or args.sampling_rate is not None):
         raise CLIError("--rounds and --sampling-rate apply to multiclass calibration only")
     import numpy as np
