@@ -69,7 +69,14 @@ from fedeval.sketches.client_count import ClientCountSketch
 from fedeval.sketches.scaler_updates import ScalerUpdateSketch
 from fedeval.validation import check_int_at_least
 
-__all__ = ["POPULATION_BUDGET_SHARE", "FedAvgRun", "Objective", "fedavg", "fit_local"]
+__all__ = [
+    "POPULATION_BUDGET_SHARE",
+    "FedAvgRun",
+    "Objective",
+    "fedavg",
+    "fit_local",
+    "one_blas_thread",
+]
 
 #: Share of ε and δ spent on releasing the number of clients when no population is declared.
 POPULATION_BUDGET_SHARE = 0.05
@@ -254,7 +261,7 @@ def fedavg(
     # Local fits are tiny (tens to thousands of parameters); OpenBLAS threads
     # only add contention there (measured 30x slower on a loaded 2-core host).
     variance = np.zeros(w.size)
-    with _threadpools().limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         for _ in range(rounds):
             rel = schedule.release(ScalerUpdateSketch(fit, w, clip))
             total = np.asarray(rel.decode(), dtype=np.float64)
@@ -272,8 +279,13 @@ def fedavg(
 
 @cache
 def _threadpools() -> ThreadpoolController:
-    """The loaded BLAS libraries, found once (finding them reads /proc/self/maps: ~3 ms)."""
+    """The loaded BLAS libraries, found once (finding them reads /proc/self/maps: ~3-6 ms)."""
     return ThreadpoolController()
+
+
+def one_blas_thread() -> Any:
+    """Context manager: BLAS on one thread (the calibrators' per-round algebra is tiny)."""
+    return _threadpools().limit(limits=1, user_api="blas")
 
 
 def _scratch_ledger(ledger: BudgetLedger | None, privacy: PrivacyModel) -> BudgetLedger:

@@ -73,11 +73,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from fedeval.aggregation import Rounds
 from fedeval.calibration.base import warn_degenerate
+from fedeval.calibration.fedavg import one_blas_thread
 from fedeval.calibration.scaling_maps import (
     initial_parameters,
     order_preserving_backward,
@@ -306,7 +306,7 @@ def federated_newton(
     )
     # The per-round work is small matrix products: BLAS threads only add
     # contention (as in fedavg, measured many times slower on a loaded 2-core host).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _rounds(
             schedule, sketch, family, theta0, weights, d, full, iu, private,
             rounds=rounds, l2=l2, max_step=max_step, do_no_harm=do_no_harm, progress=progress,
