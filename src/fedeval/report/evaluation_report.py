@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from fedeval.report.files import write_all_or_nothing
+from fedeval.report.files import write_report_files
 from fedeval.report.style import (
     fmt,
     fmt_privacy,
@@ -495,18 +494,7 @@ def write_report(
     md += ["", note, "", "## Privacy receipt", ""]
     for name, ev in evaluations.items():
         md += [f"### {name}", "", *_receipt_md(ev, _count_public(source))]
-    targets = {
-        "html": out / "report.html",
-        "markdown": out / "report.md",
-        "json": out / "results.json",
-    }
-    contents = {
-        "html": html_doc,
-        "markdown": "\n".join(md),
-        "json": json.dumps(payload, indent=2, default=float),
-    }
-    write_all_or_nothing({targets[k]: contents[k] for k in targets})
-    return targets
+    return write_report_files(out, html_doc, "\n".join(md), payload)
 
 
 def _count_public(source: Mapping[str, Any] | None) -> bool:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["write_all_or_nothing"]
+__all__ = ["write_all_or_nothing", "write_report_files"]
 
 
 def write_all_or_nothing(contents: Mapping[Path, str]) -> None:
@@ -23,3 +25,20 @@ def write_all_or_nothing(contents: Mapping[Path, str]) -> None:
     finally:
         for t in tmp.values():
             t.unlink(missing_ok=True)
+
+
+def write_report_files(out: Path, html: str, markdown: str, results: Any) -> dict[str, Path]:
+    """Write an evaluation report's three files (``report.html``, ``report.md``,
+    ``results.json``) all-or-nothing, and return their paths by kind."""
+    targets = {
+        "html": out / "report.html",
+        "markdown": out / "report.md",
+        "json": out / "results.json",
+    }
+    contents = {
+        "html": html,
+        "markdown": markdown,
+        "json": json.dumps(results, indent=2, default=float),
+    }
+    write_all_or_nothing({targets[k]: contents[k] for k in targets})
+    return targets

@@ -10,7 +10,6 @@ same numbers.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from matplotlib.figure import Figure
 
 from fedeval.multiclass_evaluation import MulticlassEvaluation
 from fedeval.report.evaluation_report import fmt, html_table, md_table, png_data_uri
-from fedeval.report.files import write_all_or_nothing
+from fedeval.report.files import write_report_files
 
 __all__ = [
     "plot_calibration",
@@ -240,15 +239,4 @@ def write_multiclass_report(
         "## Privacy receipt",
         md_table(receipt),
     ]
-    targets = {
-        "html": out / "report.html",
-        "markdown": out / "report.md",
-        "json": out / "results.json",
-    }
-    contents = {
-        "html": html_doc,
-        "markdown": "\n".join(md),
-        "json": json.dumps(ev.summary(), indent=2, default=float),
-    }
-    write_all_or_nothing({targets[k]: contents[k] for k in targets})
-    return targets
+    return write_report_files(out, html_doc, "\n".join(md), ev.summary())
