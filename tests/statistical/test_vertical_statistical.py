@@ -246,7 +246,9 @@ def test_adaptive_beats_fixed_split_and_explains_the_iid_gap(record_property):
             best_beta,
             grid[best_beta],
         )
-        record_property(f"{assignment}_fixed_orth_adaptive_bestbeta", out[assignment])
+        record_property(
+            f"{assignment}_fixed_orth_adaptive_bestbeta", tuple(float(v) for v in out[assignment])
+        )
         # Adaptive beats the paper's default fixed split by a wide margin (> 4 SE of a std).
         assert adaptive.empirical_se < fixed.empirical_se * (1 - 4 * _var_rel_se(reps) / 2) / 1.5
     # IID: all clients' mean ranks sit near M/2 while the count noise should be weighted by
