@@ -7,11 +7,11 @@ multiclass :class:`~fedeval.data.Federation`:
 |---|---|---|
 | "binning" | FedBin (Algorithm 1, single histogram) | 2c histograms |
 | "bbq" | FedBBQ (Algorithm 1, 2^M bins merged by powers of two) | 2c histograms of 2^M bins |
-| "temperature" | FedTemp (Algorithm 2) | 1 parameter update |
-| "vector" | FedVector (Algorithm 2) | 2c parameter updates |
-| "matrix" | FedMatrix (Algorithm 2) | c² + c parameter updates |
-| "op-vector" | FedOPVector (Algorithm 2 + order preservation) | 2c parameter updates |
-| "fedcal" | FedCal's MLP scaler (baseline) | all MLP parameter updates |
+| "temperature" | federated Newton (default) or FedTemp (Algorithm 2) | [n, ΔL, gradient, Hessian] sums, or 1 parameter update |
+| "vector" | federated Newton or FedVector (Algorithm 2) | sums, or 2c parameter updates |
+| "matrix" | federated Newton or FedMatrix (Algorithm 2) | sums, or c² + c parameter updates |
+| "op-vector" | federated Newton or FedOPVector (Algorithm 2 + order preservation) | sums, or 2c parameter updates |
+| "fedcal" | FedCal's MLP scaler: federated L-BFGS (default) or FedAvg (baseline) | [n, ΔL, gradient] sums, or all MLP parameter updates |
 
 Every round samples each client independently with probability p (Poisson
 sampling, :func:`sample_participants`). Under
