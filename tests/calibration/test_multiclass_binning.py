@@ -139,6 +139,7 @@ def test_weighted_fedbbq_with_zero_alpha_never_changes_the_predicted_class(weigh
         rounds=2,
         sampling_rate=0.2,
         weighting=weighting,
+        do_no_harm=False,  # the map itself is tested (2 rounds of sampled clients decline)
         rng=0,
     )
     assert isinstance(cal, MulticlassBinningCalibrator)
@@ -165,8 +166,9 @@ def test_alpha_follows_the_fraction_of_class_examples_aggregated() -> None:
     p, y = _probs(3000, 4, seed=6)
     fed = dirichlet(Federation.from_arrays(p, y), n_clients=100, beta=1.0, rng=0)
     cal = fit_multiclass_binning(
-        fed, SecureAggregation(), method="bbq", rounds=1, sampling_rate=0.2, rng=0
-    )
+        fed, SecureAggregation(), method="bbq", rounds=1, sampling_rate=0.2, do_no_harm=False,
+        rng=0,
+    )  # fmt: skip
     # α_j = N_j(aggregated) / N_j(all): replay the same rounds from the same seed.
     hist, _ = _aggregate_histograms(
         fed,

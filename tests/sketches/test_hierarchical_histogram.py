@@ -278,3 +278,20 @@ def test_query_arguments_validated(fed: Federation) -> None:
         hist.count_below([0.5], cls=2)
     with pytest.raises(ValueError, match="n_buckets"):
         hist.equi_depth_edges(0)
+
+
+def test_linear_variance_of_a_range_indicator_is_the_range_count_variance(fed: Federation) -> None:
+    # A range of whole leaves is the linear functional with weight 1 on its leaves: on a
+    # consistent tree every node set gives the same estimate (range_counts' variance); on a
+    # raw tree the functional reads the leaves, whose noises are independent.
+    raw = release_hierarchy(fed, DistributedDP(1.0), height=4, rng=0)
+    w = np.zeros(16)
+    w[3:11] = 1.0
+    edges = np.arange(17) / 16
+    for cls in (0, 1):
+        _, var = raw.consistent().range_counts([3 / 16], [11 / 16], cls=cls)
+        assert raw.consistent().linear_variance(w, cls=cls) == pytest.approx(float(var[0]))
+        _, leaf_var = raw.range_counts(edges[3:11], edges[4:12], cls=cls)
+        assert raw.linear_variance(w, cls=cls) == pytest.approx(float(leaf_var.sum()))
+    # Weights scale the variance quadratically.
+    assert raw.linear_variance(3 * w, cls=1) == pytest.approx(9 * raw.linear_variance(w, cls=1))

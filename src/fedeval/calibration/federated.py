@@ -7,11 +7,11 @@ multiclass :class:`~fedeval.data.Federation`:
 |---|---|---|
 | "binning" | FedBin (Algorithm 1, single histogram) | 2c histograms |
 | "bbq" | FedBBQ (Algorithm 1, 2^M bins merged by powers of two) | 2c histograms of 2^M bins |
-| "temperature" | FedTemp (Algorithm 2) | 1 parameter update |
-| "vector" | FedVector (Algorithm 2) | 2c parameter updates |
-| "matrix" | FedMatrix (Algorithm 2) | c² + c parameter updates |
-| "op-vector" | FedOPVector (Algorithm 2 + order preservation) | 2c parameter updates |
-| "fedcal" | FedCal's MLP scaler (baseline) | all MLP parameter updates |
+| "temperature" | federated Newton (default) or FedTemp (Algorithm 2) | [n, ΔL, gradient, Hessian] sums, or 1 parameter update |
+| "vector" | federated Newton or FedVector (Algorithm 2) | sums, or 2c parameter updates |
+| "matrix" | federated Newton or FedMatrix (Algorithm 2) | sums, or c² + c parameter updates |
+| "op-vector" | federated Newton or FedOPVector (Algorithm 2 + order preservation) | sums, or 2c parameter updates |
+| "fedcal" | FedCal's MLP scaler: federated L-BFGS (default) or FedAvg (baseline) | [n, ΔL, gradient] sums, or all MLP parameter updates |
 
 Every round samples each client independently with probability p (Poisson
 sampling, :func:`sample_participants`). Under
@@ -58,7 +58,19 @@ _BINNING_OPTIONS = frozenset({"weighting", "n_bins", "levels", "prior_strength",
 _SCALING_OPTIONS = frozenset(
     {"optimizer", "max_iter", "server_lr", "l2", "max_step", "do_no_harm", "progress", "population"}
 )
-_FEDCAL_OPTIONS = frozenset({"hidden", "max_iter", "server_lr", "population"})
+_FEDCAL_OPTIONS = frozenset(
+    {
+        "hidden",
+        "optimizer",
+        "l2",
+        "max_step",
+        "do_no_harm",
+        "progress",
+        "max_iter",
+        "server_lr",
+        "population",
+    }
+)
 
 
 def sample_participants(
@@ -115,7 +127,7 @@ def calibrate_multiclass(
     method : {"binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"}
     rounds : int, optional
         T ≥ 1 (paper: 1 to 30, 12 in the tables). Default: 10 for the scaling
-        methods' federated Newton, 1 otherwise.
+        methods' federated Newton, 20 for FedCal's federated L-BFGS, 1 otherwise.
     sampling_rate : float
         p ∈ (0, 1] (paper: 0.1 with 100 clients).
     rng : int, Generator or None
@@ -135,8 +147,11 @@ def calibrate_multiclass(
           ``l2`` (per-family default, ``scaling.DEFAULT_L2``), ``max_step``
           (1), ``do_no_harm`` (True), ``progress`` (None: on a terminal);
           FedAvg only: ``max_iter`` (50), ``server_lr`` (1), ``population`` (None);
-        * fedcal: ``hidden`` (64), ``max_iter`` (20), ``server_lr`` (1),
-          ``population`` (None).
+        * fedcal: ``hidden`` (64), ``optimizer`` ("lbfgs", the pooled NLL by
+          federated L-BFGS; "fedavg", FedAvg of local fits as the paper runs
+          FedCal); L-BFGS: ``l2`` (``fedcal.DEFAULT_FEDCAL_L2``), ``max_step``
+          (0.5), ``do_no_harm`` (True), ``progress`` (None); FedAvg only:
+          ``max_iter`` (20), ``server_lr`` (1), ``population`` (None).
 
         ``population`` is the K of DP-FedAvg's fixed denominator q·K under DP,
         declared public by the user; by default a count of the clients is
@@ -186,7 +201,13 @@ def calibrate_multiclass(
     """
     scaling = method in ("temperature", "vector", "matrix", "op-vector")
     if rounds is None:
-        rounds = 10 if scaling and options.get("optimizer", "newton") == "newton" else 1
+        optimizer = options.get("optimizer", "newton" if scaling else "lbfgs")
+        if scaling and optimizer == "newton":
+            rounds = 10
+        elif method == "fedcal" and optimizer == "lbfgs":
+            rounds = 20
+        else:
+            rounds = 1
     t, p = check_procedure(fed, rounds, sampling_rate)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")

@@ -105,6 +105,9 @@ class BinningHistograms:
         twice). Server-internal: an exact count, never put in the calibrator.
     round_variance : ndarray, shape (2 c n_bins,)
         Per-coordinate noise variance of one round's released sum.
+    round_positive, round_negative : ndarray, shape (T, c, n_bins)
+        Each round's released histograms (their spread estimates the
+        variance due to client sampling, do no harm).
     """
 
     positive: NDArray[np.float64]
@@ -114,6 +117,8 @@ class BinningHistograms:
     rounds: int
     participations: int
     round_variance: NDArray[np.float64]
+    round_positive: NDArray[np.float64]
+    round_negative: NDArray[np.float64]
 
 
 def _aggregate_histograms(
@@ -139,9 +144,11 @@ def _aggregate_histograms(
     total_pos = np.zeros((c, n_bins))
     total_neg = np.zeros((c, n_bins))
     variance = np.zeros(2 * c * n_bins)
+    per_round = []
     for _ in range(rounds):
         rel = schedule.release(sketch)
         pos, neg = rel.decode()
+        per_round.append((pos, neg))
         total_pos += pos
         total_neg += neg
         variance = np.asarray(rel.variance, dtype=np.float64)
@@ -154,6 +161,8 @@ def _aggregate_histograms(
         rounds,
         schedule.participations,
         variance,
+        np.stack([p for p, _ in per_round]),
+        np.stack([n for _, n in per_round]),
     )
     return hist, schedule
 
@@ -503,6 +512,7 @@ def fit_multiclass_binning(
         ),
     )
     from fedeval.calibration.do_no_harm import (
+        client_sampling_design_effect,
         keep_or_decline_multiclass,
         multiclass_harm_estimates,
     )
@@ -526,5 +536,13 @@ def fit_multiclass_binning(
         map_bins,
         scheme_weights=scheme_w,
         prior_strength=prior,
+        # Without DP the client sizes may bound the design effect (as the class
+        # counts above are used); under DP they are protected: no bound when
+        # clients are sampled (q < 1), none needed when all take part.
+        design_effect=(1.0 if p_rate >= 1.0 else math.inf)
+        if schedule.private
+        else client_sampling_design_effect(fed.client_sizes, p_rate),
+        rounds_positive=hist.round_positive,
+        rounds_negative=hist.round_negative,
     )
     return keep_or_decline_multiclass(cal, est, method=method, enabled=bool(do_no_harm))

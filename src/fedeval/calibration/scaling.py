@@ -52,7 +52,7 @@ from fedeval.privacy.models import PrivacyModel
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_int_at_least, check_positive
 
-__all__ = ["DEFAULT_L2", "OPTIMIZERS", "ScalingCalibrator", "fit_scaling"]
+__all__ = ["DEFAULT_L2", "OPTIMIZERS", "ScalingCalibrator", "check_l2", "fit_scaling"]
 
 _TEMPERATURE_BOUNDS = (1e-3, 1e3)
 
@@ -72,7 +72,8 @@ OPTIMIZERS: tuple[str, ...] = ("newton", "fedavg")
 DEFAULT_NEWTON_ROUNDS = 10
 
 
-def _check_l2(l2: Any) -> float:
+def check_l2(l2: Any) -> float:
+    """``l2`` as a finite float ≥ 0 (TypeError / ValueError otherwise)."""
     try:
         value = float(l2)
     except (TypeError, ValueError):
@@ -242,7 +243,7 @@ def fit_scaling(
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     iters = check_int_at_least(max_iter, 1, name="max_iter")
     lr = check_positive(server_lr, name="server_lr")
-    ridge = DEFAULT_L2[family] if l2 is None else _check_l2(l2)
+    ridge = DEFAULT_L2[family] if l2 is None else check_l2(l2)
     step_cap = check_positive(max_step, name="max_step")
     gen = as_generator(rng)
     c = fed.n_classes

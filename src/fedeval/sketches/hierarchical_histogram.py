@@ -223,6 +223,21 @@ class HierarchicalHistogram:
                 var += self._query_variance(node_w, c)
         return est.reshape(lo_t.shape), var.reshape(lo_t.shape)
 
+    def linear_variance(self, weights: Any, *, cls: int) -> float:
+        """Noise variance of Σ_ℓ weights[ℓ] · (leaf ℓ's count of class ``cls``).
+
+        The leaf counts are those of :attr:`leaves` (of the consistent tree
+        when it is consistent, whose leaves are then correlated: the variance
+        is propagated through the consistency map).
+        """
+        w = np.asarray(weights, dtype=np.float64).reshape(1, -1)
+        if w.shape[1] != self.spec.n_leaves:
+            raise ValueError(f"weights must have {self.spec.n_leaves} entries, got {w.shape[1]}")
+        c = self._check_cls(cls)
+        if self.consistent_:
+            return float(self._consistent_query_variance(w, c)[0])
+        return float(np.sum(w[0] ** 2 * np.asarray(self.node_variance[-1][c], dtype=np.float64)))
+
     def quantiles(self, q: Any, *, cls: int | None = None) -> NDArray[np.float64]:
         """Scores below which a fraction ``q`` of the (class's) examples lie.
 

@@ -305,23 +305,29 @@ def _flat_fed(extra: bool) -> fe.Federation:
     )
 
 
-def _newton_count(extra: bool, model: fe.UserLevelDP) -> Any:
+#: FedCal's federated L-BFGS sends [n, ΔL, gradient] through the same clipped statistic
+#: sums; on D's equal logits its gradient is 0 too (every gap of the order-preserving
+#: map is 0), so the added client again moves only the released count, by C.
+SUM_METHODS: dict[str, dict[str, Any]] = {"temperature": {}, "fedcal": {"hidden": 2}}
+
+
+def _newton_count(extra: bool, model: fe.UserLevelDP, method: str = "temperature") -> Any:
     fed = _flat_fed(extra)
 
     def one(rng: np.random.Generator) -> float:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            cal = fe.calibrate(fed, model, method="temperature", rounds=1, rng=rng)
+            cal = fe.calibrate(fed, model, method=method, rounds=1, rng=rng, **SUM_METHODS[method])  # type: ignore[arg-type]
         return float(cal.procedure["history"][0]["released_examples"])  # type: ignore[attr-defined]
 
     return run_many(one)
 
 
-def _audit_newton(claimed: float, **kw: Any) -> AuditResult:
+def _audit_newton(claimed: float, method: str = "temperature", **kw: Any) -> AuditResult:
     model = fe.UserLevelDP(EPSILON, DELTA, clip=CLIP)
     return audit(
-        _newton_count(False, model),
-        _newton_count(True, model),
+        _newton_count(False, model, method),
+        _newton_count(True, model, method),
         claimed_epsilon=claimed,
         delta=DELTA,
         confidence=CONFIDENCE,
@@ -329,44 +335,50 @@ def _audit_newton(claimed: float, **kw: Any) -> AuditResult:
     )
 
 
-def _newton_claimed() -> float:
+def _newton_claimed(method: str = "temperature") -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         cal = fe.calibrate(
-            _flat_fed(True), fe.UserLevelDP(EPSILON, DELTA, clip=CLIP), method="temperature",
-            rounds=1, rng=0,
+            _flat_fed(True), fe.UserLevelDP(EPSILON, DELTA, clip=CLIP), method=method,  # type: ignore[arg-type]
+            rounds=1, rng=0, **SUM_METHODS[method],
         )  # fmt: skip
     return float(cal.epsilon_spent)
 
 
-def test_newton_added_client_moves_the_released_count_by_exactly_c() -> None:
+@pytest.mark.parametrize("method", list(SUM_METHODS))
+def test_newton_added_client_moves_the_released_count_by_exactly_c(method: str) -> None:
     model = fe.UserLevelDP(1e6, 0.5, clip=CLIP)
     counts = []
     for extra in (False, True):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            cal = fe.calibrate(_flat_fed(extra), model, method="temperature", rounds=1, rng=0)
+            cal = fe.calibrate(
+                _flat_fed(extra), model, method=method, rounds=1, rng=0, **SUM_METHODS[method]
+            )  # type: ignore[arg-type]
         counts.append(cal.procedure["history"][0]["released_examples"])  # type: ignore[attr-defined]
     assert counts[1] - counts[0] == pytest.approx(CLIP, abs=1e-3)
 
 
-def test_audit_newton_user_level_dp_fast() -> None:
-    claimed = _newton_claimed()
-    res = _audit_newton(claimed, trials=800, pilot=200, seed=41)
+@pytest.mark.parametrize("method", ["temperature", pytest.param("fedcal", marks=pytest.mark.slow)])
+def test_audit_newton_user_level_dp_fast(method: str) -> None:
+    claimed = _newton_claimed(method)
+    res = _audit_newton(claimed, method, trials=800, pilot=200, seed=41)
     assert res.epsilon_lower <= claimed, res
 
 
 @pytest.mark.slow
-def test_audit_newton_user_level_dp() -> None:
-    claimed = _newton_claimed()
-    res = _audit_newton(claimed, seed=42)
-    print(res.row("calibrate temperature (federated Newton), UserLevelDP"))
+@pytest.mark.parametrize("method", list(SUM_METHODS))
+def test_audit_newton_user_level_dp(method: str) -> None:
+    claimed = _newton_claimed(method)
+    res = _audit_newton(claimed, method, seed=42)
+    print(res.row(f"calibrate {method} (clipped statistic sums), UserLevelDP"))
     assert res.epsilon_lower <= claimed, res
 
 
 @pytest.mark.slow
-def test_audit_newton_detects_half_the_noise(monkeypatch: pytest.MonkeyPatch) -> None:
-    claimed = _newton_claimed()
+@pytest.mark.parametrize("method", list(SUM_METHODS))
+def test_audit_newton_detects_half_the_noise(monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    claimed = _newton_claimed(method)
     honest = rounds_module.mechanism_for
 
     def half_noise(*args: Any, **kwargs: Any) -> Any:
@@ -377,6 +389,6 @@ def test_audit_newton_detects_half_the_noise(monkeypatch: pytest.MonkeyPatch) ->
         return dataclasses.replace(mech, noise=weak)
 
     monkeypatch.setattr(rounds_module, "mechanism_for", half_noise)
-    res = _audit_newton(claimed, pilot=10_000, seed=43)
-    print(res.row("calibrate temperature (federated Newton), UserLevelDP, half the noise"))
+    res = _audit_newton(claimed, method, pilot=10_000, seed=43)
+    print(res.row(f"calibrate {method} (clipped statistic sums), UserLevelDP, half the noise"))
     assert res.epsilon_lower > claimed, res
