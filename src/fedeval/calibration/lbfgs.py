@@ -70,11 +70,11 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from fedeval.aggregation import Rounds
 from fedeval.calibration.base import warn_degenerate
+from fedeval.calibration.fedavg import one_blas_thread
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import client_clip
@@ -213,7 +213,7 @@ def federated_lbfgs(
         ledger=ledger,
     )
     private = privacy.regime != "exact"
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _rounds(
             schedule, sketch, name, theta0, private, rounds=rounds, l2=l2,
             max_step=max_step, do_no_harm=do_no_harm, progress=progress,
