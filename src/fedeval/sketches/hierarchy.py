@@ -332,13 +332,32 @@ class HierarchySketch(Sketch):
         labels: NDArray[np.int64],
         part_of_example: NDArray[np.int64],
     ) -> NDArray[np.int64]:
-        """Each example's (class, node) at its part's level: class · b^k + node."""
+        """Each example's (class, node) at its part's level: class · b^k + node (leaves only: k = h)."""
         s = self.spec
         b, h = s.branching, s.height
-        level = np.asarray(part_of_example, dtype=np.int64) + 1
+        level = np.asarray(part_of_example, dtype=np.int64) + (h if self.leaves_only else 1)
         leaf = s.grid.bin_index(scores)
         node = leaf // (b ** (h - level))
         return np.asarray(labels, dtype=np.int64) * (b**level) + node
+
+    @property
+    def n_atoms(self) -> int:
+        """The (class, leaf) pairs: every level's node is an ancestor of the leaf."""
+        return self.spec.n_classes * self.spec.n_leaves
+
+    def encode_atoms(self, scores: NDArray[np.float64], labels: NDArray[Any]) -> NDArray[np.int64]:
+        """Leaf counts per class, flattened class-major (index class · b^h + leaf)."""
+        s = self.spec
+        return count_bins(s.grid, scores, labels, s.n_classes)[0].ravel()
+
+    def parts_from_atoms(self, atom_counts: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+        """Level k+1's (class, node) counts from row k's leaf counts (leaves only: row 0)."""
+        s = self.spec
+        rows = np.asarray(atom_counts, dtype=np.int64)
+        if self.leaves_only:
+            return [rows[0].copy()]
+        levels = s.levels_from_leaves(rows.reshape(rows.shape[0], s.n_classes, s.n_leaves))
+        return [levels[k][k].ravel() for k in range(s.height)]
 
     def exact_variant(self) -> HierarchySketch:
         return HierarchySketch(self.spec, leaves_only=True)
