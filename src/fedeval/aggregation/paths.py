@@ -183,7 +183,10 @@ def sum_vectors(
         total = np.asarray(total)
         if noise is not None:
             drawn = sketch.noise_to_values(noise.total(sketch.noise_size, rng, fed.n_clients))
-            total = total + drawn
+            if np.result_type(total, drawn) == total.dtype and total.flags.writeable:
+                total += drawn  # the encoding is ours: no second vector-sized array
+            else:
+                total = total + drawn
         return total
     assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
     total = _zeros(sketch)

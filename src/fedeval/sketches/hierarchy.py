@@ -64,6 +64,24 @@ def layout_of(level_budget: LevelBudget) -> Layout:
     return "whole" if level_budget == "split" else "assign"
 
 
+def _sum_children(below: NDArray[Any], b: int, out: NDArray[Any]) -> None:
+    """``out[..., j] = Σ_i below[..., j·b + i]``: each parent node's b children, added.
+
+    Strided adds of the b child views (one pass each) instead of ``sum`` over a
+    length-b last axis, which numpy runs as one tiny reduction per parent (25×
+    slower for b = 2). Below 8 children numpy's reduction also adds left to
+    right, so float sums are bit-identical; wider nodes use the reduction
+    (numpy sums 8 or more pairwise).
+    """
+    v = below.reshape(*below.shape[:-1], -1, b)
+    if b >= 8:
+        np.sum(v, axis=-1, out=out)
+        return
+    np.add(v[..., 0], v[..., 1], out=out)
+    for i in range(2, b):
+        out += v[..., i]
+
+
 @dataclass(frozen=True)
 class HierarchySpec:
     """Shape of a hierarchy: height h, branching b, score domain, number of classes."""
@@ -124,7 +142,9 @@ class HierarchySpec:
         out = [np.asarray(leaves)]
         for _ in range(self.height - 1):
             below = out[-1]
-            out.append(below.reshape(*below.shape[:-1], -1, b).sum(axis=-1))
+            parent = np.empty((*below.shape[:-1], below.shape[-1] // b), dtype=below.dtype)
+            _sum_children(below, b, parent)
+            out.append(parent)
         return out[::-1]
 
     def _flatten_from_leaves(self, leaves: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -135,9 +155,9 @@ class HierarchySpec:
         start = stop - leaves.size
         out[start:stop] = leaves.ravel()
         for k in range(self.height - 1, 0, -1):
-            below = out[start:stop].reshape(c, -1, b)
+            below = out[start:stop].reshape(c, -1)
             stop, start = start, start - c * self.level_size(k)
-            np.sum(below, axis=-1, out=out[start:stop].reshape(c, -1))
+            _sum_children(below, b, out[start:stop].reshape(c, -1))
         return out
 
     def flatten(self, levels: list[NDArray[Any]]) -> NDArray[Any]:
