@@ -31,3 +31,17 @@ def test_levels_are_children_sums_bit_for_bit(b: int, h: int, dtype: type) -> No
     stacked = spec.levels_from_leaves(np.stack([leaves, 2 * leaves]))
     for g, r in zip(stacked, reference, strict=True):
         np.testing.assert_array_equal(g[1], 2 * r)
+
+
+def test_encoding_a_federation_with_gapped_ids_builds_no_client_index() -> None:
+    """The hierarchy does not read clients: the per-example index (a gather) is not built."""
+    from fedeval.data import Federation
+    from fedeval.sketches.hierarchy import HierarchySketch
+
+    rng = np.random.default_rng(0)
+    s, y = rng.random(1000), rng.integers(0, 2, 1000)
+    fed = Federation.from_arrays(s, y, rng.integers(0, 400, 1000) * 3)  # ids with gaps
+    sketch = HierarchySketch(HierarchySpec(4))
+    got = sketch.encode_clients(fed)
+    assert fed._client_index is None
+    np.testing.assert_array_equal(got, sketch.encode(s, y, fed.client_index))

@@ -59,6 +59,10 @@ class Sketch(ABC):
     clips_clients : bool
         Every client bounds its own contribution (clipping), so the sketch has
         a client-level sensitivity without a contribution bound.
+    reads_clients : bool
+        ``encode`` reads its ``clients`` argument. When False, encoding a whole
+        federation does not build the client index of every example (one
+        gather per example when the ids have gaps).
     public_inputs : tuple of str
         Inputs this sketch's release treats as public (domain, grid, height, ...).
     """
@@ -70,6 +74,7 @@ class Sketch(ABC):
     label_linear: bool = False
     per_party: bool = False
     clips_clients: bool = False
+    reads_clients: bool = True
 
     @property
     def public_inputs(self) -> tuple[str, ...]:
@@ -168,7 +173,12 @@ class Sketch(ABC):
         """
         if clients is None:
             if self.linear:
-                return self.encode(fed.scores, fed.labels, fed.client_index)
+                index = (
+                    fed.client_index
+                    if self.reads_clients
+                    else np.broadcast_to(np.int64(0), (fed.n_examples,))  # unread
+                )
+                return self.encode(fed.scores, fed.labels, index)
             clients = np.arange(fed.n_clients)
         if self.linear:
             rows = fed.rows_of(clients)
