@@ -66,9 +66,12 @@ class HierarchicalHistogram:
     n_clients: int = 0
     consistent_: bool = field(default=False)
     _level_weights: tuple[float, ...] | None = field(default=None, repr=False)
-    # cache of a pure function of (node_variance, _level_weights); init=False, so
-    # dataclasses.replace() starts a fresh one
+    # caches of pure functions of (levels, node_variance, _level_weights), per class;
+    # init=False, so dataclasses.replace() starts fresh ones
     _subtree_sums: dict[int, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _level_prefix_sums: dict[int, Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -405,11 +408,17 @@ class HierarchicalHistogram:
         tree = self.spec.tree
         out = np.zeros(r.shape)
         var = np.zeros(r.shape)
-        for k in range(1, self.height + 1):
+        if c not in self._level_prefix_sums:  # per class, once
+            self._level_prefix_sums[c] = [
+                (
+                    np.concatenate(([0.0], np.cumsum(self.levels[k - 1][c]))),
+                    np.concatenate(([0.0], np.cumsum(self.node_variance[k - 1][c]))),
+                )
+                for k in range(1, self.height + 1)
+            ]
+        for k, (cs, vs) in enumerate(self._level_prefix_sums[c], 1):
             lo_node, hi_node = tree.prefix_cover(r, k)
-            cs = np.concatenate(([0.0], np.cumsum(self.levels[k - 1][c])))
             out += cs[hi_node] - cs[lo_node]
-            vs = np.concatenate(([0.0], np.cumsum(self.node_variance[k - 1][c])))
             var += vs[hi_node] - vs[lo_node]
         return out, var
 
