@@ -244,3 +244,19 @@ def test_threshold_metrics_with_no_positive_class_total_give_nan_not_an_exceptio
     assert got.positives == 0.0 and got.negatives == 0.0
     for x in (got.accuracy, got.accuracy_se, got.recall, got.recall_se, got.fpr_se):
         assert np.all(np.isnan(x))
+
+
+def test_monotone_projection_is_sklearns_isotonic_regression() -> None:
+    """The projection calls scipy's PAVA and clips, as sklearn's isotonic_regression does."""
+    from sklearn.isotonic import isotonic_regression
+
+    from fedeval.metrics.dense import _monotone_prefix
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        total = float(rng.integers(5, 500))
+        counts = rng.random(40) * total / 40 + rng.normal(0, total / 20, 40)  # noisy bins
+        below = np.concatenate(([0.0], np.cumsum(counts)))
+        got = _monotone_prefix(counts, total)
+        ref = isotonic_regression(below[1:-1], y_min=0.0, y_max=total, increasing=True)
+        np.testing.assert_array_equal(got, np.concatenate(([0.0], ref, [total])))
