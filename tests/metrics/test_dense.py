@@ -224,3 +224,39 @@ def test_bands_cover_the_curve_and_match_the_bootstrap(privacy: object) -> None:
     assert 0.5 < ratio < 2.0
     _, plo, phi = ev.pr_band()
     assert np.all(plo <= phi) and np.any(phi > plo)
+
+
+def test_threshold_metrics_with_no_positive_class_total_give_nan_not_an_exception() -> None:
+    """Both released class totals clamped to 0 (LDP on 50 rows can do that): accuracy is NaN.
+
+    ``threshold_metrics`` divided a Python float by the clamped total
+    n⁺ + n⁻ = 0 for the accuracy's standard error and raised ZeroDivisionError.
+    """
+    from dataclasses import replace
+
+    s, y = _data(200)
+    tree = fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(1.0), rng=0).tree
+    h = tree.spec.height
+    # every leaf −1: a consistent tree whose class totals are −2^h
+    levels = tuple(np.full_like(lv, -float(2 ** (h - k))) for k, lv in enumerate(tree.levels, 1))
+    negative = replace(tree, levels=levels, consistent_=True)
+    got = threshold_metrics(negative, np.linspace(0, 1, 5))
+    assert got.positives == 0.0 and got.negatives == 0.0
+    for x in (got.accuracy, got.accuracy_se, got.recall, got.recall_se, got.fpr_se):
+        assert np.all(np.isnan(x))
+
+
+def test_monotone_projection_is_sklearns_isotonic_regression() -> None:
+    """The projection calls scipy's PAVA and clips, as sklearn's isotonic_regression does."""
+    from sklearn.isotonic import isotonic_regression
+
+    from fedeval.metrics.dense import _monotone_prefix
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        total = float(rng.integers(5, 500))
+        counts = rng.random(40) * total / 40 + rng.normal(0, total / 20, 40)  # noisy bins
+        below = np.concatenate(([0.0], np.cumsum(counts)))
+        got = _monotone_prefix(counts, total)
+        ref = isotonic_regression(below[1:-1], y_min=0.0, y_max=total, increasing=True)
+        np.testing.assert_array_equal(got, np.concatenate(([0.0], ref, [total])))

@@ -23,13 +23,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fedeval.aggregation import release
+from fedeval.aggregation import paths, release
 from fedeval.aggregation.paths import bound_contributions
 from fedeval.data import Federation
 from fedeval.privacy.mechanisms.skellam import SkellamShares
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
 from fedeval.privacy.sensitivity import Part, Sensitivity
 from fedeval.sketches.base import Sketch
+from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
 from helpers import release_hierarchy
 
 pytestmark = pytest.mark.statistical
@@ -252,3 +253,47 @@ def test_release_rejects_bad_path_and_encoder() -> None:
     np.testing.assert_array_equal(fast.values, faithful.values)
     np.testing.assert_array_equal(fast.variance, 0.0)
     assert fast.n_clients == N_CLIENTS
+
+
+def test_ldp_one_example_per_client_fast_and_faithful_agree(
+    two_sample_chi2_pvalue: Callable[..., float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One example per client: the fast path draws the split of clients over the levels
+    from the leaf counts (``split_counts``), the faithful path assigns every client.
+
+    Clients differ, so the split's randomness is in the release. Part k of a release
+    holds the OUE bit counts of its m_k (fixed) clients; the server's integer bit
+    count of a node is recovered from the released value v as
+    v·(p − q)·m_k/M + m_k·q, and its law is compared across paths, node by node
+    (each node's counts are one independent draw per release; p > 1e-4/12 per node,
+    Bonferroni over the 12 nodes).
+    """
+    eps, height, reps = 2.0, 2, 400
+    gen = np.random.default_rng(77)
+    n = 24
+    fed = Federation.from_arrays(gen.random(n), gen.integers(0, 2, n))
+    sketch = HierarchySketch(HierarchySpec(height))
+    p, q = 0.5, 1.0 / (math.exp(eps) + 1.0)
+    samples: dict[str, np.ndarray] = {}
+    for path, seed in (("fast", 8), ("faithful", 9)):
+        if path == "fast":  # the fast path must not assign clients one by one
+            monkeypatch.setattr(paths, "assign_groups", _refuse)
+        else:
+            monkeypatch.undo()
+        g = np.random.default_rng(seed)
+        rows = []
+        for _ in range(reps):
+            rel = release(fed, sketch, LocalDP(eps), path=path, rng=g)  # type: ignore[arg-type]
+            m = rel.clients_per_part
+            assert m is not None
+            per_coord = np.repeat(m, [part.length for part in sketch.parts])
+            bits = rel.values * (p - q) * per_coord / n + per_coord * q
+            rows.append(np.round(bits).astype(np.int64))
+            np.testing.assert_allclose(bits, rows[-1], rtol=0, atol=1e-6)
+        samples[path] = np.stack(rows)
+    for j in range(samples["fast"].shape[1]):
+        assert two_sample_chi2_pvalue(samples["fast"][:, j], samples["faithful"][:, j]) > P_MIN / 12
+
+
+def _refuse(*args: object) -> None:
+    raise AssertionError("assign_groups called")

@@ -29,10 +29,14 @@ from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.mechanisms.randomized_response import flip_labels
 from fedeval.privacy.noise import restrict
 from fedeval.privacy.sampling import (
+    SPLIT_COUNTS_LIMIT,
+    assign_groups,
     client_streams,
     contribution_mask,
+    group_sizes,
     seeded_contribution_mask,
     spawn_seeds,
+    split_counts,
 )
 from fedeval.sketches.base import Sketch
 
@@ -43,6 +47,7 @@ __all__ = [
     "client_reports",
     "client_vector",
     "flip_federation_labels",
+    "local_reports",
     "sum_reports",
     "sum_vectors",
 ]
@@ -178,7 +183,10 @@ def sum_vectors(
         total = np.asarray(total)
         if noise is not None:
             drawn = sketch.noise_to_values(noise.total(sketch.noise_size, rng, fed.n_clients))
-            total = total + drawn
+            if np.result_type(total, drawn) == total.dtype and total.flags.writeable:
+                total += drawn  # the encoding is ours: no second vector-sized array
+            else:
+                total = total + drawn
         return total
     assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
     total = _zeros(sketch)
@@ -234,6 +242,67 @@ def client_reports(
     items = sketch.items(scores, labels, np.full(labels.shape[0], part, dtype=np.int64))
     reports = mechanism.oracle(size).perturb(items.astype(np.int64), rng)
     return np.asarray(reports.sum(axis=0, dtype=np.int64), dtype=np.int64)
+
+
+def local_reports(
+    fed: Federation | Scan,
+    sketch: Sketch,
+    mechanism: Mechanism,
+    *,
+    path: Path,
+    rng: np.random.Generator,
+) -> tuple[list[NDArray[np.int64]], NDArray[np.int64], NDArray[np.int64]]:
+    """Local DP: split the clients at random over the parts, and sum their reports per part.
+
+    Every client reports at one part, drawn by
+    :func:`~fedeval.privacy.sampling.assign_groups`. On the fast path, when
+    every client holds one example and the sketch declares atoms, the split
+    is drawn from the atom counts instead of client by client
+    (:func:`~fedeval.privacy.sampling.split_counts`, the same distribution of
+    every part's true item counts, hence of the release), which costs
+    O(parts × atoms) instead of a permutation of the clients.
+
+    Returns
+    -------
+    raw : list of ndarray of int64
+        Part p's summed bit vectors.
+    n_reports : ndarray of int64, shape (n_parts,)
+    clients_per_part : ndarray of int64, shape (n_parts,)
+    """
+    n_clients, n_parts = fed.n_clients, len(sketch.parts)
+    per_part = group_sizes(n_clients, n_parts)
+    n_atoms = sketch.n_atoms
+    if (
+        path == "fast"
+        and n_atoms is not None
+        and fed.n_examples == n_clients
+        and n_clients < SPLIT_COUNTS_LIMIT
+        # a chain of hypergeometric draws per atom and part: cheaper than a
+        # permutation of the clients unless the atoms far outnumber them
+        and n_parts * n_atoms <= 4 * n_clients + (1 << 16)
+    ):
+        if isinstance(fed, Scan):
+            atoms = fed.encode(partial(_atoms, sketch), length=n_atoms)
+        else:
+            atoms = sketch.encode_atoms(fed.scores, fed.labels)
+        true = sketch.parts_from_atoms(split_counts(atoms, per_part, rng))
+        raw = [
+            mechanism.oracle(p.length).sample_aggregate(true[g], int(per_part[g]), rng)
+            for g, p in enumerate(sketch.parts)
+        ]
+        return raw, per_part.copy(), per_part
+    groups = assign_groups(n_clients, n_parts, rng)
+    raw, n_reports = sum_reports(fed, sketch, mechanism, groups, path=path, rng=rng)
+    return raw, n_reports, per_part
+
+
+def _atoms(
+    sketch: Sketch,
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    clients: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    return sketch.encode_atoms(scores, labels)
 
 
 def sum_reports(

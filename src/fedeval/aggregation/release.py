@@ -32,7 +32,7 @@ from fedeval.aggregation.paths import (
     bound_contributions,
     check_path,
     flip_federation_labels,
-    sum_reports,
+    local_reports,
     sum_vectors,
 )
 from fedeval.data import Federation, Scan
@@ -308,9 +308,7 @@ def run(
         fed = bound_contributions(fed, mech.contribution_bound, rng)
     n = fed.n_clients
     if mech.placement == "local":
-        report_groups = assign_groups(n, len(sketch.parts), rng)
-        raw, n_reports = sum_reports(fed, sketch, mech, report_groups, path=path, rng=rng)
-        per_part = np.bincount(report_groups, minlength=len(sketch.parts)).astype(np.int64)
+        raw, n_reports, per_part = local_reports(fed, sketch, mech, path=path, rng=rng)
         return finish_reports(sketch, mech, raw, n_reports, per_part, path=path)
     if mech.placement == "labels":
         assert mech.flip_probability is not None and isinstance(fed, Federation)

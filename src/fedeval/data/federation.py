@@ -136,7 +136,9 @@ class Federation:
         n = labels_arr.shape[0]
         if clients is None:
             offsets = np.arange(n + 1, dtype=np.int64)
-            ids: NDArray[Any] = np.arange(n, dtype=np.int64)
+            offsets.flags.writeable = False
+            # client i is id i: the ids are offsets[:-1] (a view, not a second arange)
+            ids: NDArray[Any] = offsets[:-1]
             return cls(scores_arr, labels_arr, offsets, ids, kind_, _range_of(kind_, score_range))
         client_arr = np.asarray(clients)
         if client_arr.shape != (n,):

@@ -448,8 +448,11 @@ def _check_scores(
         raise TypeError(f"scores in {where} must be numeric, got dtype {values.dtype}")
     s = values.astype(np.float64, copy=False)
     lo, hi = score_range
-    # One fused test finds NaN, inf and out-of-range values (NaN compares False).
-    ok = (s >= lo) & (s <= hi)
+    # Two reductions, no temporaries: NaN propagates through min/max and inf lies
+    # outside a finite range, so a valid batch passes here; otherwise find the row.
+    if s.size == 0 or (s.min() >= lo and s.max() <= hi):
+        return s
+    ok = (s >= lo) & (s <= hi)  # NaN compares False
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         what = "NaN or inf" if not math.isfinite(s[i]) else f"outside score_range [{lo}, {hi}]"

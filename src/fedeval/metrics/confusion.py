@@ -168,7 +168,11 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
         precision_var = var_pos(-g_tp, g_tp) + var_neg(-g_fp, g_fp)
         # accuracy = (T⁺ − X⁺ + X⁻)/(T⁺ + T⁻).
         acc = np.nan_to_num(accuracy)
-        acc_var = var_pos(np.full(k, -1 / m), (1 - acc) / m) + var_neg(np.full(k, 1 / m), -acc / m)
+        acc_var = (
+            var_pos(np.full(k, -1 / m), (1 - acc) / m) + var_neg(np.full(k, 1 / m), -acc / m)
+            if m > 0
+            else np.full(k, np.nan)
+        )
         leaf_idx = np.minimum(r, n_leaves - 1)
         leaf_pos = np.maximum(tree.leaves[1, leaf_idx], 0.0) / max(n_pos, 1.0)
         leaf_neg = np.maximum(tree.leaves[0, leaf_idx], 0.0) / max(n_neg, 1.0)

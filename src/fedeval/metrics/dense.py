@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.isotonic import isotonic_regression
+from scipy.optimize import isotonic_regression
 
 from fedeval.metrics.inputs import hierarchy_of
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
@@ -104,7 +104,9 @@ def _monotone_prefix(counts: NDArray[np.float64], total: float) -> NDArray[np.fl
         return np.zeros_like(below)
     inner = below[1:-1]
     if inner.size and (np.any(np.diff(below) < 0) or inner.min() < 0 or inner.max() > total):
-        inner = isotonic_regression(inner, y_min=0.0, y_max=total, increasing=True)
+        # scipy's PAVA, then the clip to [0, total]: what sklearn's isotonic_regression
+        # runs (sklearn >= 1.4 with scipy >= 1.12), without its per-call validation
+        inner = np.clip(np.asarray(isotonic_regression(inner).x, dtype=np.float64), 0.0, total)
     return np.concatenate(([0.0], inner, [total]))
 
 

@@ -29,11 +29,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["consistent_levels", "consistent_node_weights"]
+from fedeval.sketches.tree import sum_children
+
+__all__ = ["consistent_levels", "consistent_node_weights", "subtree_moment_sums"]
 
 
 def _sum_children(arr: NDArray[np.float64], b: int) -> NDArray[np.float64]:
-    return arr.reshape(arr.shape[0], -1, b).sum(axis=2)
+    return sum_children(arr, b)
 
 
 def consistent_levels(
@@ -122,12 +124,46 @@ def consistent_node_weights(
     return out
 
 
+SubtreeSums = tuple[list[NDArray[np.float64]], list[NDArray[np.float64]], float]
+
+
+def _total_weights(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Weight of a level-k node in the total query: c_k = a_k Π_{i<k} (1 − a_i)."""
+    keep = np.concatenate(([1.0], np.cumprod(1.0 - a[:-1])))
+    return np.asarray(a * keep, dtype=np.float64)
+
+
+def subtree_moment_sums(
+    node_variance: Sequence[NDArray[np.float64]], weights: Sequence[float], branching: int
+) -> SubtreeSums:
+    """The per-node sums S, T and Var(total) of :func:`consistent_prefix_moments`.
+
+    They depend on the tree (variances, weights), not on the queries, so a
+    tree computes them once per class and passes them as ``sums=``.
+    """
+    h, b = len(weights), branching
+    a = np.array([*weights[:-1], 1.0], dtype=np.float64)
+    v = [np.asarray(x, dtype=np.float64) for x in node_variance]
+    c_tot = _total_weights(a)
+    # S: subtree sums of squared weights (per unit G); T: subtree sums of weight × total weight.
+    s_sq: list[NDArray[np.float64]] = [np.empty(0)] * h
+    s_x: list[NDArray[np.float64]] = [np.empty(0)] * h
+    s_sq[h - 1] = v[h - 1].copy()
+    s_x[h - 1] = c_tot[h - 1] * v[h - 1]
+    for k in range(h - 2, -1, -1):
+        s_sq[k] = a[k] ** 2 * v[k] + (1 - a[k]) ** 2 * sum_children(s_sq[k + 1], b)
+        s_x[k] = a[k] * c_tot[k] * v[k] + (1 - a[k]) * sum_children(s_x[k + 1], b)
+    return s_sq, s_x, float(s_sq[0].sum())
+
+
 def consistent_prefix_moments(
     leaf_edge: NDArray[np.int64],
     frac: NDArray[np.float64],
     node_variance: Sequence[NDArray[np.float64]],
     weights: Sequence[float],
     branching: int,
+    *,
+    sums: SubtreeSums | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """Var(prefix), Cov(prefix, total) and Var(total) on the consistent tree, O(b·h) per prefix.
 
@@ -157,6 +193,8 @@ def consistent_prefix_moments(
     weights : sequence of float
         a_k from :func:`consistent_levels`.
     branching : int
+    sums : optional
+        :func:`subtree_moment_sums` of the same arguments, if already computed.
 
     Returns
     -------
@@ -166,18 +204,10 @@ def consistent_prefix_moments(
     h, b = len(weights), branching
     a = np.array([*weights[:-1], 1.0], dtype=np.float64)
     v = [np.asarray(x, dtype=np.float64) for x in node_variance]
-    # Weight of node k in the total query: c_k = a_k Π_{i<k} (1 − a_i) (same for every node).
-    keep = np.concatenate(([1.0], np.cumprod(1.0 - a[:-1])))
-    c_tot = a * keep
-    # S: subtree sums of squared weights (per unit G); T: subtree sums of weight × total weight.
-    s_sq: list[NDArray[np.float64]] = [np.empty(0)] * h
-    s_x: list[NDArray[np.float64]] = [np.empty(0)] * h
-    s_sq[h - 1] = v[h - 1].copy()
-    s_x[h - 1] = c_tot[h - 1] * v[h - 1]
-    for k in range(h - 2, -1, -1):
-        s_sq[k] = a[k] ** 2 * v[k] + (1 - a[k]) ** 2 * s_sq[k + 1].reshape(-1, b).sum(axis=1)
-        s_x[k] = a[k] * c_tot[k] * v[k] + (1 - a[k]) * s_x[k + 1].reshape(-1, b).sum(axis=1)
-    var_total = float(s_sq[0].sum())
+    if sums is None:
+        sums = subtree_moment_sums(node_variance, weights, branching)
+    s_sq, s_x, var_total = sums
+    c_tot = _total_weights(a)
     n_leaves = b**h
     r = np.asarray(leaf_edge, dtype=np.int64)
     f = np.asarray(frac, dtype=np.float64)

@@ -26,14 +26,19 @@ __all__ = [
     "assign_groups",
     "client_streams",
     "contribution_mask",
+    "group_sizes",
     "poisson_sample",
     "public_uniform",
     "reconstruct_shares",
     "sample_clients",
     "seeded_contribution_mask",
     "spawn_seeds",
+    "split_counts",
     "uniform_seed",
 ]
+
+#: numpy's hypergeometric sampler needs fewer than 10^9 items in the urn.
+SPLIT_COUNTS_LIMIT = 10**9
 
 
 def poisson_sample(
@@ -52,6 +57,86 @@ def poisson_sample(
 def assign_groups(n_clients: int, n_groups: int, rng: np.random.Generator) -> NDArray[np.int64]:
     """Split clients uniformly at random into ``n_groups`` groups of (near) equal size."""
     return (rng.permutation(n_clients) % n_groups).astype(np.int64)
+
+
+def group_sizes(n_clients: int, n_groups: int) -> NDArray[np.int64]:
+    """Clients in each group of :func:`assign_groups` (the same for every draw).
+
+    ``permutation(n) % G`` takes the value g for ⌈(n − g)/G⌉ of the n positions:
+    ``n // G`` clients per group, one more in the first ``n % G`` groups.
+    """
+    sizes = np.full(n_groups, n_clients // n_groups, dtype=np.int64)
+    sizes[: n_clients % n_groups] += 1
+    return sizes
+
+
+def split_counts(
+    counts: NDArray[np.int64], sizes: NDArray[np.int64], rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """The per-group counts of :func:`assign_groups`, drawn from the counts alone.
+
+    Items (clients) of K kinds, ``counts[j]`` of kind j, are split at random
+    into groups of ``sizes`` (Σ sizes = Σ counts) exactly as
+    ``assign_groups(Σ counts, len(sizes), rng)`` splits them; returned is how
+    many items of each kind fall in each group, without drawing the group of
+    every item: O(groups × kinds) instead of O(items).
+
+    Parameters
+    ----------
+    counts : ndarray of int, shape (K,)
+        Items of every kind.
+    sizes : ndarray of int, shape (G,)
+        Items per group (:func:`group_sizes`).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of int64, shape (G, K)
+        Row g: items of every kind in group g (row sums ``sizes``, column sums ``counts``).
+
+    Raises
+    ------
+    ValueError
+        Σ sizes ≠ Σ counts, or Σ counts ≥ :data:`SPLIT_COUNTS_LIMIT`.
+
+    Notes
+    -----
+    Exact in distribution. ``assign_groups`` takes a uniformly random
+    permutation π of the n items and puts item i in group π(i) mod G, so the
+    sequence of group labels is uniform over the n!/∏ m_g! arrangements with
+    m_g labels g. Equivalently, group 0 is a uniformly random m_0-subset of
+    the items and, given it, the other groups are a uniformly random split of
+    the remaining items into groups of m_1, m_2, ... (count the arrangements).
+    The kinds of a uniformly random m-subset of an urn holding c_j items of
+    kind j are multivariate hypergeometric, MVHG(c, m) (its definition:
+    drawing m items without replacement). Hence row 0 ~ MVHG(counts, m_0),
+    row g ~ MVHG(counts − rows 0..g−1, m_g) given the rows before it, and the
+    last row is what remains, which is how the rows are drawn here (numpy's
+    ``multivariate_hypergeometric``, method "marginals": a chain of exact
+    univariate hypergeometric draws). Items of one kind are interchangeable
+    for these counts, so nothing else about the split matters to a release
+    that uses only them (the local-DP fast path with one example per client).
+    Kinds with no items are skipped (they get 0 in every group).
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    m = np.asarray(sizes, dtype=np.int64)
+    total = int(c.sum())
+    if int(m.sum()) != total:
+        raise ValueError(f"group sizes sum to {int(m.sum())}, counts to {total}")
+    if total >= SPLIT_COUNTS_LIMIT:
+        raise ValueError(f"split_counts draws from fewer than {SPLIT_COUNTS_LIMIT} items")
+    out = np.zeros((m.shape[0], c.shape[0]), dtype=np.int64)
+    kinds = np.flatnonzero(c)
+    remaining = c[kinds]
+    for g in range(m.shape[0] - 1):
+        if m[g] == 0:
+            continue
+        drawn = rng.multivariate_hypergeometric(remaining, int(m[g]))
+        out[g, kinds] = drawn
+        remaining = remaining - drawn
+    if m.shape[0]:
+        out[-1, kinds] = remaining
+    return out
 
 
 def contribution_mask(

@@ -59,6 +59,10 @@ class Sketch(ABC):
     clips_clients : bool
         Every client bounds its own contribution (clipping), so the sketch has
         a client-level sensitivity without a contribution bound.
+    reads_clients : bool
+        ``encode`` reads its ``clients`` argument. When False, encoding a whole
+        federation does not build the client index of every example (one
+        gather per example when the ids have gaps).
     public_inputs : tuple of str
         Inputs this sketch's release treats as public (domain, grid, height, ...).
     """
@@ -70,6 +74,7 @@ class Sketch(ABC):
     label_linear: bool = False
     per_party: bool = False
     clips_clients: bool = False
+    reads_clients: bool = True
 
     @property
     def public_inputs(self) -> tuple[str, ...]:
@@ -168,7 +173,12 @@ class Sketch(ABC):
         """
         if clients is None:
             if self.linear:
-                return self.encode(fed.scores, fed.labels, fed.client_index)
+                index = (
+                    fed.client_index
+                    if self.reads_clients
+                    else np.broadcast_to(np.int64(0), (fed.n_examples,))  # unread
+                )
+                return self.encode(fed.scores, fed.labels, index)
             clients = np.arange(fed.n_clients)
         if self.linear:
             rows = fed.rows_of(clients)
@@ -187,6 +197,29 @@ class Sketch(ABC):
     ) -> NDArray[np.int64]:
         """One-hot sketches: each example's coordinate within its part."""
         raise NotImplementedError(f"the {self.name} is not one-hot")
+
+    @property
+    def n_atoms(self) -> int | None:
+        """One-hot sketches: number of atoms, or None when the sketch declares none.
+
+        Atoms are cells of the examples' domain such that an example's item
+        in every part is a function of its atom (for a hierarchy: the
+        (class, leaf) pairs). With them, the item counts of any group of
+        examples at any part follow from the group's atom counts.
+        """
+        return None
+
+    def encode_atoms(self, scores: NDArray[np.float64], labels: NDArray[Any]) -> NDArray[np.int64]:
+        """Counts of the examples in every atom, shape (n_atoms,) (see :attr:`n_atoms`)."""
+        raise NotImplementedError(f"the {self.name} declares no atoms")
+
+    def parts_from_atoms(self, atom_counts: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+        """Item counts of part p from row p of ``atom_counts`` (shape (n_parts, n_atoms)).
+
+        Entry p of the result equals the part-p block of ``encode_assigned``
+        for examples whose atom counts are row p, all assigned to part p.
+        """
+        raise NotImplementedError(f"the {self.name} declares no atoms")
 
     def label_gram(self, scores: NDArray[np.float64], clients: NDArray[np.int64]) -> Any:
         """Label-linear sketches: Σ_i a_i a_iᵀ of the labels' coefficient vectors (sparse).

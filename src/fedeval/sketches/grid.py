@@ -145,10 +145,14 @@ def count_bins(
     """
     stride = grid.n_bins
     size = n_groups * n_classes * stride
+    shift = stride.bit_length() - 1 if stride & (stride - 1) == 0 else None
 
     def keys(start: int, stop: int, key: NDArray[np.int64], lab: NDArray[np.int64]) -> None:
         bin_keys(grid, scores[start:stop], out=key)
-        np.multiply(labels[start:stop], np.int64(stride), out=lab, casting="unsafe")
+        if shift is not None:  # label · 2^k as a shift (cheaper than a multiplication)
+            np.left_shift(labels[start:stop], np.int64(shift), out=lab, casting="unsafe")
+        else:
+            np.multiply(labels[start:stop], np.int64(stride), out=lab, casting="unsafe")
         key += lab
         if group is not None:
             np.multiply(group[start:stop], np.int64(stride * n_classes), out=lab, casting="unsafe")
@@ -160,12 +164,12 @@ def count_bins(
 def bin_keys(grid: UniformGrid, scores: NDArray[np.float64], *, out: NDArray[np.int64]) -> None:
     """Bin index of every score into ``out`` (same convention as :meth:`UniformGrid.bin_index`)."""
     if grid._multiplication_is_exact:
-        # lo = 0 and a power-of-two scale: s·scale is exact; clamping at
-        # n_bins − ½ before truncation sends only s = hi to the last bin.
+        # lo = 0 and a power-of-two scale: s·scale is exact and lies in
+        # [0, n_bins]; truncated straight into the integer output, only s = hi
+        # gives n_bins, which the clamp sends to the last bin.
         scale = grid.n_bins / (grid.score_range[1] - grid.score_range[0])
-        f = np.multiply(scores, scale)
-        np.minimum(f, grid.n_bins - 0.5, out=f)
-        np.copyto(out, f, casting="unsafe")
+        np.multiply(scores, scale, out=out, casting="unsafe")
+        np.minimum(out, grid.n_bins - 1, out=out)
     else:
         out[:] = grid.bin_index(scores)
 

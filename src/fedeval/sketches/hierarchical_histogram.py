@@ -25,6 +25,7 @@ from fedeval.postprocess.consistency import (
     consistent_levels,
     consistent_node_weights,
     consistent_prefix_moments,
+    subtree_moment_sums,
 )
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.receipt import Receipt
@@ -65,6 +66,14 @@ class HierarchicalHistogram:
     n_clients: int = 0
     consistent_: bool = field(default=False)
     _level_weights: tuple[float, ...] | None = field(default=None, repr=False)
+    # caches of pure functions of (levels, node_variance, _level_weights), per class;
+    # init=False, so dataclasses.replace() starts fresh ones
+    _subtree_sums: dict[int, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _level_prefix_sums: dict[int, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     # ---------------------------------------------------------------- basics
     @property
@@ -356,7 +365,10 @@ class HierarchicalHistogram:
         if self.consistent_:
             a = self._level_weights or tuple([1.0] * self.height)
             nv = [np.asarray(v[c], dtype=np.float64) for v in self.node_variance]
-            return consistent_prefix_moments(r, frac, nv, a, self.branching)
+            if c not in self._subtree_sums:  # per class, once: queries then cost O(b·h)
+                self._subtree_sums[c] = subtree_moment_sums(nv, a, self.branching)
+            sums = self._subtree_sums[c]
+            return consistent_prefix_moments(r, frac, nv, a, self.branching, sums=sums)
         n = self.spec.n_leaves
         total_w = self._raw_node_weights(np.ones((1, n)))
         var_total = float(self._query_variance(total_w, c)[0])
@@ -411,11 +423,17 @@ class HierarchicalHistogram:
         tree = self.spec.tree
         out = np.zeros(r.shape)
         var = np.zeros(r.shape)
-        for k in range(1, self.height + 1):
+        if c not in self._level_prefix_sums:  # per class, once
+            self._level_prefix_sums[c] = [
+                (
+                    np.concatenate(([0.0], np.cumsum(self.levels[k - 1][c]))),
+                    np.concatenate(([0.0], np.cumsum(self.node_variance[k - 1][c]))),
+                )
+                for k in range(1, self.height + 1)
+            ]
+        for k, (cs, vs) in enumerate(self._level_prefix_sums[c], 1):
             lo_node, hi_node = tree.prefix_cover(r, k)
-            cs = np.concatenate(([0.0], np.cumsum(self.levels[k - 1][c])))
             out += cs[hi_node] - cs[lo_node]
-            vs = np.concatenate(([0.0], np.cumsum(self.node_variance[k - 1][c])))
             var += vs[hi_node] - vs[lo_node]
         return out, var
 

@@ -40,7 +40,7 @@ from fedeval.privacy.sensitivity import Layout, Part, Sensitivity, one_cell_per_
 from fedeval.sketches.base import Sketch
 from fedeval.sketches.grid import UniformGrid, bin_keys, chunked_bincount, count_bins
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
-from fedeval.sketches.tree import Tree
+from fedeval.sketches.tree import Tree, sum_children
 from fedeval.validation import check_int_at_least
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class HierarchySpec:
         out = [np.asarray(leaves)]
         for _ in range(self.height - 1):
             below = out[-1]
-            out.append(below.reshape(*below.shape[:-1], -1, b).sum(axis=-1))
+            out.append(sum_children(below, b))
         return out[::-1]
 
     def _flatten_from_leaves(self, leaves: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -135,9 +135,9 @@ class HierarchySpec:
         start = stop - leaves.size
         out[start:stop] = leaves.ravel()
         for k in range(self.height - 1, 0, -1):
-            below = out[start:stop].reshape(c, -1, b)
+            below = out[start:stop].reshape(c, -1)
             stop, start = start, start - c * self.level_size(k)
-            np.sum(below, axis=-1, out=out[start:stop].reshape(c, -1))
+            sum_children(below, b, out=out[start:stop].reshape(c, -1))
         return out
 
     def flatten(self, levels: list[NDArray[Any]]) -> NDArray[Any]:
@@ -219,6 +219,7 @@ class HierarchySketch(Sketch):
     leaves_only: bool = False
     name = "hierarchy"
     one_hot = True
+    reads_clients = False
 
     @property
     def public_inputs(self) -> tuple[str, ...]:
@@ -316,13 +317,32 @@ class HierarchySketch(Sketch):
         labels: NDArray[np.int64],
         part_of_example: NDArray[np.int64],
     ) -> NDArray[np.int64]:
-        """Each example's (class, node) at its part's level: class · b^k + node."""
+        """Each example's (class, node) at its part's level: class · b^k + node (leaves only: k = h)."""
         s = self.spec
         b, h = s.branching, s.height
-        level = np.asarray(part_of_example, dtype=np.int64) + 1
+        level = np.asarray(part_of_example, dtype=np.int64) + (h if self.leaves_only else 1)
         leaf = s.grid.bin_index(scores)
         node = leaf // (b ** (h - level))
         return np.asarray(labels, dtype=np.int64) * (b**level) + node
+
+    @property
+    def n_atoms(self) -> int:
+        """The (class, leaf) pairs: every level's node is an ancestor of the leaf."""
+        return self.spec.n_classes * self.spec.n_leaves
+
+    def encode_atoms(self, scores: NDArray[np.float64], labels: NDArray[Any]) -> NDArray[np.int64]:
+        """Leaf counts per class, flattened class-major (index class · b^h + leaf)."""
+        s = self.spec
+        return count_bins(s.grid, scores, labels, s.n_classes)[0].ravel()
+
+    def parts_from_atoms(self, atom_counts: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+        """Level k+1's (class, node) counts from row k's leaf counts (leaves only: row 0)."""
+        s = self.spec
+        rows = np.asarray(atom_counts, dtype=np.int64)
+        if self.leaves_only:
+            return [rows[0].copy()]
+        levels = s.levels_from_leaves(rows.reshape(rows.shape[0], s.n_classes, s.n_leaves))
+        return [levels[k][k].ravel() for k in range(s.height)]
 
     def exact_variant(self) -> HierarchySketch:
         return HierarchySketch(self.spec, leaves_only=True)

@@ -34,7 +34,28 @@ from scipy import sparse
 
 from fedeval.validation import check_int_at_least
 
-__all__ = ["Tree", "binary_height", "prefix_leaf_weights", "signed_cover_size"]
+__all__ = ["Tree", "binary_height", "prefix_leaf_weights", "signed_cover_size", "sum_children"]
+
+
+def sum_children(below: NDArray[Any], b: int, *, out: NDArray[Any] | None = None) -> NDArray[Any]:
+    """Each parent's b children added: ``out[..., j] = Σ_i below[..., j·b + i]``.
+
+    Strided adds of the b child views (one pass each) instead of ``sum`` over a
+    length-b last axis, which numpy runs as one tiny reduction per parent (25×
+    slower for b = 2). Below 8 children numpy's reduction also adds left to
+    right, so float sums are bit-identical; from 8 on numpy adds pairwise, so
+    wider nodes use the reduction itself.
+    """
+    v = below.reshape(*below.shape[:-1], -1, b)
+    if out is None:
+        out = np.empty(v.shape[:-1], dtype=below.dtype)
+    if b >= 8:
+        np.sum(v, axis=-1, out=out)
+        return out
+    np.add(v[..., 0], v[..., 1], out=out)
+    for i in range(2, b):
+        out += v[..., i]
+    return out
 
 
 def binary_height(n_points: int) -> int:

@@ -9,6 +9,7 @@ import pytest
 from scipy.special import gammaln, hyp2f1
 
 from fedeval.privacy import DiscreteLaplace, PolyaShares, polya_difference_epsilon
+from fedeval.privacy.mechanisms.common import discrete_laplace_by_inversion, two_sided_geometric
 
 
 def _faithful_sum(shares: PolyaShares, n_draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -117,3 +118,50 @@ def test_invalid_received() -> None:
         shares.sample_sum(3, rng=0, n_received=0)
     with pytest.raises(ValueError, match="min_received"):
         PolyaShares.for_dropouts(1.0, 10, 11)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("epsilon", [1.0 / 22, 1.0, 5.0])
+def test_inversion_sampler_is_discrete_laplace(
+    epsilon, gof_pvalue, two_sample_chi2_pvalue, variance_tolerance
+) -> None:
+    """One word per entry (``discrete_laplace_by_inversion``) against the pmf, the
+    two-geometric sampler, and the closed-form variance 2α/(1-α)² (5 standard errors
+    of the sample variance, μ4 from the discrete Laplace's cumulants)."""
+    target = DiscreteLaplace(epsilon)
+    a = target.alpha
+    n = 200_000
+    x = discrete_laplace_by_inversion(a, (n,), np.random.default_rng(7))
+    assert x.dtype == np.int64 and x.shape == (n,)
+    assert gof_pvalue(x, target.pmf, 2_000) > 1e-4
+    y = two_sided_geometric(a, (n,), np.random.default_rng(8))
+    assert two_sample_chi2_pvalue(x, y) > 1e-4
+    k2 = 2 * a / (1 - a) ** 2
+    k4 = 2 * a * (1 + 4 * a + a**2) / (1 - a) ** 4
+    assert abs(x.mean()) <= 5 * math.sqrt(k2 / n)
+    assert abs(x.var() - k2) <= variance_tolerance(k2, k4 + 3 * k2**2, n)
+    # both signs, and 0 with its own mass (1-α)/(1+α)
+    p0 = (1 - a) / (1 + a)
+    assert abs((x == 0).mean() - p0) <= 5 * math.sqrt(p0 * (1 - p0) / n)
+    assert abs((x > 0).mean() - (x < 0).mean()) <= 5 * math.sqrt(1 / n)
+
+
+def test_inversion_sampler_shapes_and_no_noise() -> None:
+    gen = np.random.default_rng(0)
+    assert discrete_laplace_by_inversion(0.5, (3, 70_001), gen).shape == (3, 70_001)
+    assert discrete_laplace_by_inversion(0.5, (0,), gen).shape == (0,)
+    np.testing.assert_array_equal(discrete_laplace_by_inversion(0.0, (5,), gen), 0)
+    with pytest.raises(ValueError, match="alpha"):
+        discrete_laplace_by_inversion(1.0, (5,), gen)
+
+
+@pytest.mark.statistical
+def test_sum_of_all_shares_is_discrete_laplace_when_one_over_m_times_m_is_not_one(
+    gof_pvalue,
+) -> None:
+    """49 · (1/49) = 0.9999999999999999 in floating point: the fast path still draws the
+    discrete Laplace (it drew Pólya(0.9999999999999999) differences before, ~8× slower)."""
+    assert 49 * (1 / 49) != 1.0
+    shares = PolyaShares(1.0, 49)
+    x = shares.sample_sum(200_000, rng=3)
+    assert gof_pvalue(x, shares.target.pmf, 400) > 1e-4

@@ -33,9 +33,14 @@ from numpy.typing import NDArray
 from scipy.special import gammaln, logsumexp
 
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
-from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
-from fedeval.randomness import RNGLike, as_generator
+from fedeval.privacy.mechanisms.common import (
+    Size,
+    as_size,
+    check_unit,
+    discrete_laplace_by_inversion,
+)
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, sample_discrete_laplace
+from fedeval.randomness import RNGLike, SecureGenerator, as_generator
 from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = ["PolyaShares", "polya_difference_epsilon"]
@@ -280,10 +285,20 @@ class PolyaShares:
         Returns
         -------
         numpy.ndarray of int64, shape ``size``
-            With all m = n shares this is exactly DiscreteLaplace(ε, Δ1).
+            With k = m shares this is exactly DiscreteLaplace(ε, Δ1), drawn by
+            :func:`~fedeval.privacy.mechanisms.common.discrete_laplace_by_inversion`
+            (the same law as the difference of two geometric draws).
         """
         k = self._check_received(n_received)
-        return self._sample_difference(k * self.shape, as_size(size), as_generator(rng))
+        gen = as_generator(rng)
+        if k == self._threshold:
+            # k·(1/m) = 1: exactly discrete Laplace (k·(1/m) computed in floating
+            # point can miss 1.0, e.g. m = 49). Secure mode: the exact integer sampler.
+            if isinstance(gen, SecureGenerator):
+                scale = self.l1_sensitivity / self.epsilon
+                return sample_discrete_laplace(scale, as_size(size), gen)
+            return discrete_laplace_by_inversion(self.alpha, as_size(size), gen)
+        return self._sample_difference(k * self.shape, as_size(size), gen)
 
     def _check_received(self, n_received: int | None) -> int:
         if n_received is None:

@@ -1,0 +1,36 @@
+"""count_bins (the one-bincount encoder of every grid sketch) counts what bin_index says."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fedeval.sketches.grid import UniformGrid, count_bins
+
+
+@pytest.mark.parametrize("n_bins", [1, 3, 16, 1000, 1024, 1 << 14])
+@pytest.mark.parametrize("score_range", [(0.0, 1.0), (0.0, 2.0), (-1.0, 1.0), (0.0, 3.0)])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_count_bins_is_a_per_class_bincount_of_bin_index(
+    n_bins: int, score_range: tuple[float, float], n_classes: int
+) -> None:
+    """Random scores plus every edge and its two float neighbours; int8 labels (the
+    class offset must not be computed in 8 bits)."""
+    lo, hi = score_range
+    grid = UniformGrid(n_bins, score_range)
+    rng = np.random.default_rng(n_bins)
+    edges = grid.edges
+    s = np.concatenate(
+        [
+            rng.uniform(lo, hi, 300_000),  # more than one chunk
+            edges,
+            np.nextafter(edges, -np.inf)[1:],
+            np.nextafter(edges, np.inf)[:-1],
+        ]
+    )
+    y = rng.integers(0, n_classes, s.size).astype(np.int8)
+    got = count_bins(grid, s, y, n_classes)[0]
+    for c in range(n_classes):
+        np.testing.assert_array_equal(
+            got[c], np.bincount(grid.bin_index(s[y == c]), minlength=n_bins)
+        )
