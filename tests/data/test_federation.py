@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import fedeval as fe
 from fedeval.data import Federation
 from helpers import client_sets, expected_client_sets, toy_arrays
 
@@ -245,3 +246,25 @@ def test_negative_and_unsigned_integer_ids() -> None:
     fed_u = Federation.from_arrays(scores, labels, np.array([2, 5, 2, 0], dtype=np.uint64))
     np.testing.assert_array_equal(fed_u.client_ids, [0, 2, 5])
     np.testing.assert_array_equal(fed_u.client_index, [1, 2, 1, 0])
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+def test_client_sizes_are_counted_only_when_read(gaps: bool) -> None:
+    """The fast path needs which clients exist, not their sizes (issue 15 (a)).
+
+    A DistDP evaluation must not count the clients' sizes; when they are read,
+    they equal the sorted-unique count.
+    """
+    rng = np.random.default_rng(11)
+    n = 5_000
+    clients = rng.integers(0, 400, n) * (7 if gaps else 1)
+    scores, labels = rng.random(n), rng.integers(0, 2, n)
+    fed = Federation.from_arrays(scores, labels, clients)
+    ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
+    ev.roc_curve()
+    assert fed._offsets is None  # not counted by the release
+    ids, inverse = np.unique(clients, return_inverse=True)
+    assert fed.n_clients == ids.size
+    np.testing.assert_array_equal(fed.client_sizes, np.bincount(inverse))
+    np.testing.assert_array_equal(fed.offsets, np.r_[0, np.cumsum(np.bincount(inverse))])
+    assert client_sets(fed) == expected_client_sets(scores, labels, clients)
