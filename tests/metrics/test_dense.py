@@ -21,6 +21,7 @@ from fedeval.metrics.area_error import pr_area_error, roc_area_error
 from fedeval.metrics.confusion import threshold_metrics
 from fedeval.metrics.dense import (
     _shrinkage_transpose,
+    _split_variances,
     boundary_counts,
     dense_ap_se,
     dense_auc_se,
@@ -280,3 +281,21 @@ def test_shrinkage_transpose_is_the_derivative(privacy: object) -> None:
     t = 1e-6
     fd = (value(t) - value(-t)) / (2 * t)
     assert fd == pytest.approx(float(weights @ delta), rel=1e-4)
+
+
+def test_split_variances_equal_the_direct_leaf_query_on_a_homogeneous_tree() -> None:
+    """V_l − V_{l−1}/b² (the closed form of _split_variances) equals the variance of the
+    deviation query child − parent/b computed directly on the consistent tree (DistDP:
+    one noise variance per level, so the identity is exact; tolerance: rounding)."""
+    s, y = _data(5_000)
+    tree = fe.evaluate(fe.Federation.from_arrays(s, y), PRIVACY[0], height=8, rng=0).tree
+    b, n, h = tree.branching, tree.spec.n_leaves, tree.height
+    for c in (0, 1):
+        got = _split_variances(tree, c, h)
+        for lv in range(1, h + 1):
+            span = b ** (h - lv)
+            w = np.zeros(n)
+            w[:span] += 1.0
+            w[: span * b] -= 1.0 / b
+            want = float(tree.leaf_query_variance(w[None, :], c)[0])
+            assert got[lv - 1] == pytest.approx(want, rel=1e-9)
