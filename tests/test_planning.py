@@ -156,6 +156,10 @@ def test_bad_branching_and_examples_are_errors() -> None:
 
 
 # ----------------------------------------------- fitted predictions hold
+OVERSTATEMENT_FACTOR = 60.0
+"""Largest factor by which a DP prediction may exceed the median observed error (see below)."""
+
+
 def _fit_script() -> ModuleType:
     path = Path(__file__).parents[1] / "benchmarks" / "fit_planner_constants.py"
     if not path.exists():  # pragma: no cover - source checkout only
@@ -177,7 +181,15 @@ def test_predicted_errors_bound_observed_errors_at_a_held_out_setting() -> None:
     behaves like its neighbours in the grid, the number of its 10 independent
     runs exceeding the prediction is ~ Binomial(10, p) with p <= 0.1, and
     P(more than 3 exceed) <= 0.013; we allow at most 3 (tolerance), and also
-    require the median run to be below the prediction. The held-out settings
+    require the median run to be below the prediction. The prediction must also
+    not overstate by more than a stated factor: under DP the median run is at
+    least 1/F of it, F = 60. Source of F: refitting to the current (dense,
+    Wiener-shrunk) estimators, the smallest median(observed)/prediction over the
+    DP grid settings was 0.037 (DistDP roc_area_error at ε = 3, M = 10^6; 0.09-0.22
+    for the other DP metrics), i.e. within 27×; F doubles that for a held-out
+    setting. Not asserted under SA, whose only error is the bucketization:
+    there the rate's form does not follow it (median/prediction spans 0.016-0.97
+    over the grid). The held-out settings
     use (M, ε) pairs not in the grid, and a fresh draw of the task (another
     seed: new data and a newly trained model). Fixed seeds: deterministic.
     """
@@ -199,3 +211,7 @@ def test_predicted_errors_bound_observed_errors_at_a_held_out_setting() -> None:
             exceed = int((arr > 1.0).sum())
             assert exceed <= 3, f"{privacy} {k}: {exceed}/{reps} runs above prediction {arr}"
             assert np.median(arr) < 1.0, f"{privacy} {k}: median ratio {np.median(arr):.2f}"
+            if privacy != "sa":
+                assert np.median(arr) >= 1.0 / OVERSTATEMENT_FACTOR, (
+                    f"{privacy} {k}: prediction overstates, median ratio {np.median(arr):.3f}"
+                )

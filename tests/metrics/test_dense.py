@@ -4,6 +4,7 @@ closed-form standard errors against the bootstrap and the old covariance."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,7 +19,14 @@ import fedeval as fe
 from fedeval import evaluation
 from fedeval.metrics.area_error import pr_area_error, roc_area_error
 from fedeval.metrics.confusion import threshold_metrics
-from fedeval.metrics.dense import boundary_counts, dense_ap_se, dense_auc_se
+from fedeval.metrics.dense import (
+    _shrinkage_transpose,
+    _split_variances,
+    boundary_counts,
+    dense_ap_se,
+    dense_auc_se,
+    wiener_levels,
+)
 from fedeval.postprocess.bootstrap import bootstrap_values
 from fedeval.sketches.tree import prefix_leaf_weights
 
@@ -260,3 +268,70 @@ def test_monotone_projection_is_sklearns_isotonic_regression() -> None:
         got = _monotone_prefix(counts, total)
         ref = isotonic_regression(below[1:-1], y_min=0.0, y_max=total, increasing=True)
         np.testing.assert_array_equal(got, np.concatenate(([0.0], ref, [total])))
+
+
+def test_wiener_shrinkage_keeps_totals_and_leaves_exact_counts_alone() -> None:
+    """Shrinking a split moves mass between children only; without noise nothing is shrunk."""
+    s, y = _data(5_000)
+    fed = fe.Federation.from_arrays(s, y)
+    exact = fe.evaluate(fed, fe.SecureAggregation(), height=8).tree
+    bins, shrink = wiener_levels(exact, 8)
+    assert shrink is None and np.array_equal(bins, exact.levels[-1])
+    tree = fe.evaluate(fed, fe.LocalDP(epsilon=5.0), height=8, rng=0).tree
+    bins, shrink = wiener_levels(tree, 8)
+    assert shrink is not None
+    np.testing.assert_allclose(bins.sum(axis=1), tree.levels[0].sum(axis=1), rtol=1e-12)
+    # Splits within the noise are dropped (s = 0) somewhere at the leaf level, never all.
+    s_leaf = shrink[1].levels[-1][2]
+    assert 0 < np.mean(s_leaf == 0) < 1 and np.all((s_leaf >= 0) & (s_leaf <= 1))
+
+
+@pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
+def test_shrinkage_transpose_is_the_derivative(privacy: object) -> None:
+    """The delta method's reverse pass through the shrinkage equals a finite difference.
+
+    Perturb the consistent leaves by t·δ (all levels recomputed as their sums, so the
+    tree stays consistent); g·bins(t) is piecewise smooth in t, and at t = 1e-6 the
+    central difference matches the linear query's weights·δ to ~1e-6 relative
+    (no shrink factor crosses its kink for so small a step: tolerance 1e-4).
+    """
+    s, y = _data(5_000)
+    tree = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, height=7, rng=1).tree
+    level, c = 6, 1
+    rng = np.random.default_rng(0)
+    g = rng.normal(size=tree.branching**level)
+    delta = rng.normal(size=tree.spec.n_leaves)
+    _, shrink = wiener_levels(tree, level)
+    assert shrink is not None
+    weights = _shrinkage_transpose(shrink[c], g, tree.spec.n_leaves, tree.branching)
+
+    def value(t: float) -> float:
+        leaves = np.array(tree.levels[-1], dtype=np.float64)
+        leaves[c] += t * delta
+        levels = []
+        for lv in range(1, tree.height + 1):
+            span = tree.branching ** (tree.height - lv)
+            levels.append(leaves.reshape(2, -1, span).sum(axis=2))
+        return float(g @ wiener_levels(replace(tree, levels=tuple(levels)), level)[0][c])
+
+    t = 1e-6
+    fd = (value(t) - value(-t)) / (2 * t)
+    assert fd == pytest.approx(float(weights @ delta), rel=1e-4)
+
+
+def test_split_variances_equal_the_direct_leaf_query_on_a_homogeneous_tree() -> None:
+    """V_l − V_{l−1}/b² (the closed form of _split_variances) equals the variance of the
+    deviation query child − parent/b computed directly on the consistent tree (DistDP:
+    one noise variance per level, so the identity is exact; tolerance: rounding)."""
+    s, y = _data(5_000)
+    tree = fe.evaluate(fe.Federation.from_arrays(s, y), PRIVACY[0], height=8, rng=0).tree
+    b, n, h = tree.branching, tree.spec.n_leaves, tree.height
+    for c in (0, 1):
+        got = _split_variances(tree, c, h)
+        for lv in range(1, h + 1):
+            span = b ** (h - lv)
+            w = np.zeros(n)
+            w[:span] += 1.0
+            w[: span * b] -= 1.0 / b
+            want = float(tree.leaf_query_variance(w[None, :], c)[0])
+            assert got[lv - 1] == pytest.approx(want, rel=1e-9)
