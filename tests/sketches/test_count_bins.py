@@ -34,3 +34,21 @@ def test_count_bins_is_a_per_class_bincount_of_bin_index(
         np.testing.assert_array_equal(
             got[c], np.bincount(grid.bin_index(s[y == c]), minlength=n_bins)
         )
+
+
+@pytest.mark.parametrize("n_bins", [1 << 10, 1000])
+def test_threaded_encoding_equals_one_thread(n_bins: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks counted in two threads add up to exactly the one-thread counts (issue 15)."""
+    from fedeval.sketches import grid
+
+    rng = np.random.default_rng(8)
+    n = 5 * grid._CHUNK + 123  # several chunks, a short last one
+    scores, labels = rng.random(n), rng.integers(0, 2, n).astype(np.int8)
+    g = grid.UniformGrid(n_bins)
+    monkeypatch.setattr(grid, "_THREADS_MIN_EXAMPLES", 1)
+    monkeypatch.setattr(grid, "ENCODE_THREADS", 1)
+    one = grid.count_bins(g, scores, labels, 2)
+    monkeypatch.setattr(grid, "ENCODE_THREADS", 2)
+    two = grid.count_bins(g, scores, labels, 2)
+    np.testing.assert_array_equal(two, one)
+    assert two.sum() == n
