@@ -361,6 +361,7 @@ def fit_fedcal(
     clip = client_clip(privacy)
     if optimizer == "lbfgs":
         from fedeval.calibration.lbfgs import federated_lbfgs
+        from fedeval.calibration.newton import pooled_procedure
 
         def summed(
             w: NDArray[np.float64], z: NDArray[np.float64], y: NDArray[np.int64]
@@ -385,20 +386,13 @@ def fit_fedcal(
             progress=progress,
             client_sums=lambda w, z, y, starts: mlp_client_sums(w, w0, z, y, starts, h),
         )
-        rec = procedure_record(
-            run_l.schedule,
+        rec = pooled_procedure(
+            run_l,
             f"clipped sums of example counts, loss changes and NLL gradients of {w0.size} "
             "MLP-scaler parameters (federated L-BFGS)",
-            variance=run_l.round_variance,
             clip=clip,
-        )
-        rec.update(
             optimizer="lbfgs",
             l2=ridge,
-            applied=run_l.applied,
-            estimated_nll_change=run_l.nll_change,
-            estimated_nll_change_se=run_l.nll_change_se,
-            history=run_l.history,
         )
         return FedCalCalibrator(
             run_l.theta,

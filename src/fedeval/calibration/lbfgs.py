@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,7 @@ from tqdm.auto import tqdm
 from fedeval.aggregation import Rounds
 from fedeval.calibration.base import warn_degenerate
 from fedeval.calibration.fedavg import one_blas_thread
+from fedeval.calibration.newton import NewtonRun
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import client_clip
@@ -125,17 +126,9 @@ def two_loop(
     return q
 
 
-@dataclass(frozen=True, eq=False)
-class LBFGSRun:
-    """What :func:`federated_lbfgs` returns (fields as :class:`~fedeval.calibration.newton.NewtonRun`)."""
-
-    theta: NDArray[np.float64]
-    schedule: Rounds
-    round_variance: NDArray[np.float64]
-    nll_change: float
-    nll_change_se: float
-    applied: bool
-    history: list[dict[str, float]]
+#: What :func:`federated_lbfgs` returns: the same record as a Newton run
+#: (parameters, rounds, released ΔNLL and its SE, applied, per-round history).
+LBFGSRun = NewtonRun
 
 
 def _statistic(

@@ -78,6 +78,7 @@ from tqdm.auto import tqdm
 from fedeval.aggregation import Rounds
 from fedeval.calibration.base import warn_degenerate
 from fedeval.calibration.fedavg import one_blas_thread
+from fedeval.calibration.multiclass import procedure_record
 from fedeval.calibration.scaling_maps import (
     initial_parameters,
     order_preserving_backward,
@@ -96,6 +97,7 @@ __all__ = [
     "federated_newton",
     "map_jacobian",
     "newton_centre",
+    "pooled_procedure",
     "ridge_weights",
     "to_calibrator_params",
 ]
@@ -249,6 +251,29 @@ class NewtonRun:
     nll_change_se: float
     applied: bool
     history: list[dict[str, float]]
+
+
+def pooled_procedure(
+    run: NewtonRun,
+    release: str,
+    *,
+    clip: float | tuple[float, float] | None,
+    optimizer: str,
+    l2: float,
+) -> dict[str, Any]:
+    """The calibrator's ``procedure`` record of a pooled-objective fit (Newton or L-BFGS):
+    the rounds and their release, the ridge, whether the map was applied and the
+    released NLL change with its SE, and the per-round history."""
+    rec = procedure_record(run.schedule, release, variance=run.round_variance, clip=clip)
+    rec.update(
+        optimizer=optimizer,
+        l2=l2,
+        applied=run.applied,
+        estimated_nll_change=run.nll_change,
+        estimated_nll_change_se=run.nll_change_se,
+        history=run.history,
+    )
+    return rec
 
 
 def federated_newton(

@@ -249,7 +249,11 @@ def fit_scaling(
     c = fed.n_classes
     logits = to_logits(fed.scores, fed.kind)
     if optimizer == "newton":
-        from fedeval.calibration.newton import federated_newton, to_calibrator_params
+        from fedeval.calibration.newton import (
+            federated_newton,
+            pooled_procedure,
+            to_calibrator_params,
+        )
 
         run_n = federated_newton(
             fed,
@@ -265,20 +269,13 @@ def fit_scaling(
             do_no_harm=bool(do_no_harm),
             progress=progress,
         )
-        rec = procedure_record(
-            run_n.schedule,
+        rec = pooled_procedure(
+            run_n,
             f"clipped sums of example counts, loss changes, NLL gradients and Hessians of the "
             f"{family} map (federated Newton)",
-            variance=run_n.round_variance,
             clip=client_clip(privacy),
-        )
-        rec.update(
             optimizer="newton",
             l2=ridge,
-            applied=run_n.applied,
-            estimated_nll_change=run_n.nll_change,
-            estimated_nll_change_se=run_n.nll_change_se,
-            history=run_n.history,
         )
         return ScalingCalibrator(
             family,
