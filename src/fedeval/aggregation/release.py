@@ -36,11 +36,10 @@ from fedeval.aggregation.paths import (
     sum_vectors,
 )
 from fedeval.data import Federation, Scan
-from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
 from fedeval.privacy.models import PrivacyModel
-from fedeval.privacy.receipt import Receipt
+from fedeval.privacy.receipt import Receipt, ReceiptAccessors
 from fedeval.privacy.sampling import assign_groups
 from fedeval.privacy.sensitivity import Layout
 from fedeval.randomness import RNGLike, as_generator
@@ -59,7 +58,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, eq=False)
-class Release:
+class Release(ReceiptAccessors):
     """One private release of a sketch: unbiased values, their variance, and the receipt.
 
     Attributes
@@ -99,19 +98,6 @@ class Release:
     basis_variance: NDArray[np.float64] | None = field(default=None, repr=False)
     clients_per_part: NDArray[np.int64] | None = field(default=None, repr=False)
     covariance: Any = field(default=None, repr=False)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.receipt.guarantee
-
-    @property
-    def epsilon_spent(self) -> float:
-        """ε charged by this release (0 without DP)."""
-        return self.receipt.epsilon_spent
-
-    @property
-    def delta_spent(self) -> float:
-        return self.receipt.delta_spent
 
     @cached_property
     def decoded(self) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
@@ -120,34 +120,34 @@ class Receipt:
         )
 
 
-class ReceiptAccessors:
-    """The privacy accessors of an estimate decoded from one release.
+class _CarriesReceipt(Protocol):
+    @property
+    def receipt(self) -> Receipt: ...
 
-    A result class (:class:`fedeval.Evaluation`,
-    :class:`fedeval.MulticlassEvaluation`) defines :attr:`receipt`; this mixin
-    gives it the same ``epsilon_spent``, ``delta_spent``, ``guarantee`` and
-    ``privacy_receipt()`` as every other result, read from that receipt.
+
+class ReceiptAccessors:
+    """The privacy accessors of a release and of every result decoded from one.
+
+    A class with a ``receipt`` (a field, as :class:`~fedeval.aggregation.Release`,
+    or a property, as :class:`fedeval.Evaluation` and
+    :class:`fedeval.MulticlassEvaluation`) gets the same ``epsilon_spent``,
+    ``delta_spent``, ``guarantee`` and ``privacy_receipt()``, read from it.
     """
 
     @property
-    def receipt(self) -> Receipt:
-        """The receipt of the release the estimate was decoded from."""
-        raise NotImplementedError
-
-    @property
-    def epsilon_spent(self) -> float:
-        """ε charged by the release (0 under secure aggregation)."""
+    def epsilon_spent(self: _CarriesReceipt) -> float:
+        """ε charged by the release (0 without differential privacy)."""
         return self.receipt.epsilon_spent
 
     @property
-    def delta_spent(self) -> float:
+    def delta_spent(self: _CarriesReceipt) -> float:
         return self.receipt.delta_spent
 
     @property
-    def guarantee(self) -> Guarantee:
+    def guarantee(self: _CarriesReceipt) -> Guarantee:
         return self.receipt.guarantee
 
-    def privacy_receipt(self) -> list[dict[str, Any]]:
+    def privacy_receipt(self: _CarriesReceipt) -> list[dict[str, Any]]:
         """Model, ε per release, unit and neighbouring relation: one row per ledger entry."""
         return self.receipt.rows()
 
