@@ -200,9 +200,8 @@ def test_audit_temperature_user_level_dp_fast() -> None:
     assert res.epsilon_lower <= claimed, res
 
 
-@pytest.mark.slow
-def test_audit_temperature_detects_half_the_noise(monkeypatch: pytest.MonkeyPatch) -> None:
-    claimed = _claimed(fe.UserLevelDP(EPSILON, DELTA, clip=CLIP))
+def _halve_round_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deliberately broken release: every round's noise scale halved, the ε claimed unchanged."""
     honest = rounds_module.mechanism_for
 
     def half_noise(*args: Any, **kwargs: Any) -> Any:
@@ -213,6 +212,12 @@ def test_audit_temperature_detects_half_the_noise(monkeypatch: pytest.MonkeyPatc
         return dataclasses.replace(mech, noise=weak)
 
     monkeypatch.setattr(rounds_module, "mechanism_for", half_noise)
+
+
+@pytest.mark.slow
+def test_audit_temperature_detects_half_the_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    claimed = _claimed(fe.UserLevelDP(EPSILON, DELTA, clip=CLIP))
+    _halve_round_noise(monkeypatch)
     res = _audit_temperature(claimed, pilot=10_000, seed=33)
     print(res.row("calibrate temperature, UserLevelDP, half the noise"))
     assert res.epsilon_lower > claimed, res
@@ -379,16 +384,7 @@ def test_audit_newton_user_level_dp(method: str) -> None:
 @pytest.mark.parametrize("method", list(SUM_METHODS))
 def test_audit_newton_detects_half_the_noise(monkeypatch: pytest.MonkeyPatch, method: str) -> None:
     claimed = _newton_claimed(method)
-    honest = rounds_module.mechanism_for
-
-    def half_noise(*args: Any, **kwargs: Any) -> Any:
-        mech = honest(*args, **kwargs)
-        noise = mech.noise
-        assert noise is not None and hasattr(noise, "scale"), noise
-        weak = dataclasses.replace(noise, scale=np.asarray(noise.scale) / 2)
-        return dataclasses.replace(mech, noise=weak)
-
-    monkeypatch.setattr(rounds_module, "mechanism_for", half_noise)
+    _halve_round_noise(monkeypatch)
     res = _audit_newton(claimed, method, pilot=10_000, seed=43)
     print(res.row(f"calibrate {method} (clipped statistic sums), UserLevelDP, half the noise"))
     assert res.epsilon_lower > claimed, res
