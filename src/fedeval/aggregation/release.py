@@ -87,6 +87,14 @@ class Release(ReceiptAccessors):
     covariance : sparse matrix or None
         The full noise covariance when coordinates are correlated (randomized
         response on labels); None when ``variance`` says it all.
+    sampling_variance : ndarray of float64 or None
+        Layout "assign": the part of ``variance`` that comes from the random
+        split of clients over the parts (each coordinate's own, as if the
+        coordinates were sampled independently). The split's errors are
+        correlated across coordinates and parts; a decoder that models that
+        correlation (the hierarchy's
+        :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.joint_query_variance`)
+        subtracts this diagonal and adds the exact form.
     """
 
     sketch: Sketch
@@ -98,6 +106,7 @@ class Release(ReceiptAccessors):
     basis_variance: NDArray[np.float64] | None = field(default=None, repr=False)
     clients_per_part: NDArray[np.int64] | None = field(default=None, repr=False)
     covariance: Any = field(default=None, repr=False)
+    sampling_variance: NDArray[np.float64] | None = field(default=None, repr=False)
 
     @cached_property
     def decoded(self) -> Any:
@@ -347,8 +356,10 @@ def finish_sum(
             np.asarray(mech.noise.variance(n_received), dtype=np.float64), (sketch.noise_size,)
         ).copy()
         variance = np.asarray(sketch.noise_to_variance(basis_var), dtype=np.float64)
+    sampling = None
     if clients_per_part is not None:
-        values, variance = _scale_assigned(sketch, values, variance, clients_per_part)
+        values, variance, sampling = _scale_assigned(sketch, values, variance, clients_per_part)
+        sampling = in_value_units(sketch, sampling, sampling)[1]
     values, variance = in_value_units(sketch, values, variance)
     return Release(
         sketch,
@@ -359,6 +370,7 @@ def finish_sum(
         path,
         basis_var,
         None if clients_per_part is None else np.asarray(clients_per_part, dtype=np.int64),
+        sampling_variance=sampling,
     )
 
 
@@ -382,7 +394,7 @@ def finish_reports(
     """
     n_clients = int(np.sum(clients_by_part))
     n_examples = int(np.sum(n_reports_by_part))
-    values, variances = [], []
+    values, variances, sampling = [], [], []
     for k, part in enumerate(sketch.parts):
         oracle = mech.oracle(part.length)
         n_k = int(n_reports_by_part[k])
@@ -399,6 +411,7 @@ def finish_reports(
         samp = sampling_variance(np.clip(est * scale, 0, None), m, n_clients, n_examples)
         values.append(est * scale)
         variances.append(noise_var * scale**2 + samp)
+        sampling.append(samp)
     return Release(
         sketch,
         np.concatenate(values),
@@ -408,6 +421,7 @@ def finish_reports(
         path,
         None,
         np.asarray(clients_by_part, dtype=np.int64),
+        sampling_variance=np.concatenate(sampling),
     )
 
 
@@ -430,8 +444,11 @@ def _scale_assigned(
     values: NDArray[np.float64],
     variance: NDArray[np.float64],
     clients_per_part: NDArray[np.int64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Layout "assign": scale part k by M/m_k and add the sampling variance of the split."""
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Layout "assign": scale part k by M/m_k and add the sampling variance of the split.
+
+    Returns the scaled values, their variance, and the sampling part of it.
+    """
     offsets = sketch.part_offsets()
     n_clients = int(np.sum(clients_per_part))
     n_parts = len(sketch.parts)
@@ -443,7 +460,7 @@ def _scale_assigned(
         )
         / n_parts
     )
-    out_v, out_var = values.copy(), variance.copy()
+    out_v, out_var, out_samp = values.copy(), variance.copy(), np.zeros_like(variance)
     for k in range(n_parts):
         sl = slice(offsets[k], offsets[k + 1])
         m = int(clients_per_part[k])
@@ -452,7 +469,8 @@ def _scale_assigned(
         out_v[sl] = est
         samp = sampling_variance(np.clip(est, 0, None), m, n_clients, max(n_examples_est, 1.0))
         out_var[sl] = variance[sl] * scale**2 + samp
-    return out_v, out_var
+        out_samp[sl] = samp
+    return out_v, out_var, out_samp
 
 
 def sampling_variance(

@@ -430,19 +430,22 @@ def _leaf_weights(
     return _shrinkage_transpose(shrink, bin_weights, n, tree.branching)
 
 
-def _variances(
+def _query_variance(
     tree: HierarchicalHistogram,
-    bin_weights: NDArray[np.float64],
-    c: int,
-    shrink: Shrinkage | None = None,
+    grad_n: NDArray[np.float64],
+    grad_p: NDArray[np.float64],
+    shrink: tuple[Shrinkage | None, Shrinkage | None] = (None, None),
 ) -> float:
-    """Exact noise variance of the bin-weighted linear query on class c (consistent tree).
+    """Exact variance of the bin-weighted linear query on both classes (consistent tree).
 
-    With ``shrink``, the weights are on the Wiener-shrunk bins and are first
-    carried back to the consistent leaves (:func:`_shrinkage_transpose`).
+    With ``shrink``, each class's weights are on its Wiener-shrunk bins and are
+    first carried back to the consistent leaves (:func:`_shrinkage_transpose`).
+    The two classes are queried jointly: under level assignment they share the
+    split of clients over the levels
+    (:meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.joint_query_variance`).
     """
-    w = _leaf_weights(tree, bin_weights, shrink)
-    return float(tree.leaf_query_variance(w[None, :], c)[0])
+    w = [_leaf_weights(tree, grad_n, shrink[0]), _leaf_weights(tree, grad_p, shrink[1])]
+    return float(tree.joint_query_variance(w)[0])
 
 
 def _through_projection(
@@ -490,10 +493,14 @@ PINNED_FLOOR = 0.25
 Where the projection pins the curve (a class's counts clipped at 0 or at the
 total, e.g. an AUC at 1), its derivative passes no noise and the delta method
 through it would say 0. The projection is non-expansive, so the SE of the
-unprojected statistic bounds the spread from above; a quarter of it is the
-floor. Chosen on breast_cancer (57 clients) and a 20K-example logistic task,
-DistDP ε = 1 and LDP ε = 5, 60 seeds each: coverage of 95 % intervals 0.95-0.98
-for AP with it, 0.85-0.88 without (and SE 0 in 2 runs).
+unprojected statistic (of the Wiener-shrunk bins) bounds the spread from
+above; a quarter of it is the floor. Chosen on breast_cancer (57 clients) and
+a 20K-example logistic task, DistDP ε = 1 and LDP ε = 5, 60 seeds each:
+coverage of 95 % intervals 0.95-0.98 for AP with it, 0.85-0.88 without (and SE
+0 in 2 runs). The floor is taken through the shrinkage, not around it: around
+it (the raw bins' SE, 4-5× the spread on breast_cancer under LDP ε = 5) it
+bound in 64-96 % of the runs there and made every interval cover (100 seeds,
+``benchmarks/bench_binary_coverage.py``).
 """
 
 
@@ -503,11 +510,21 @@ def _delta_se(
     grad_n: NDArray[np.float64],
     grad_p: NDArray[np.float64],
 ) -> float:
-    """SE of a statistic of the projected bins with these gradients, floored by PINNED_FLOOR."""
+    """SE of a statistic of the projected bins with these gradients, floored by PINNED_FLOOR.
+
+    When the shrinkage has dropped every split, the statistic no longer moves
+    with the released counts to first order (an AUC of evenly spread classes
+    depends on the totals only, and not at all on their scale), so the floor
+    falls back to the SE of the raw bins: under noise an SE is never 0.
+    """
     sh = counts.shrinkage or (None, None)
-    through = _variances(tree, _through_projection(counts, 1, grad_p), 1, sh[1])
-    through += _variances(tree, _through_projection(counts, 0, grad_n), 0, sh[0])
-    plain = _variances(tree, grad_p, 1) + _variances(tree, grad_n, 0)
+    through = _query_variance(
+        tree, _through_projection(counts, 0, grad_n), _through_projection(counts, 1, grad_p), sh
+    )
+    plain = _query_variance(tree, grad_n, grad_p)
+    if sh != (None, None):
+        shrunk = _query_variance(tree, grad_n, grad_p, sh)
+        plain = shrunk if shrunk > 1e-6 * plain else plain
     se = max(np.sqrt(max(through, 0.0)), PINNED_FLOOR * np.sqrt(max(plain, 0.0)))
     return float(min(se, MAX_SE))
 
@@ -547,25 +564,41 @@ def _with_bias_allowance(
     counts: BoundaryCounts,
     statistic: Any,
 ) -> float:
-    """Delta-method SE of ``statistic`` on ``counts``, widened by the shrinkage's bias.
+    """Delta-method SE of ``statistic`` on ``counts``, widened by the shrinkage's estimated bias.
 
     The Wiener shrinkage trades noise for a bias that the delta method does
     not see (measured: AP on the 200K generated task under LDP ε = 5 was biased
-    by −0.0025 against an SE of 0.005, and 95 % coverage fell to 0.87-0.89).
-    D = stat(shrunk) − stat(unshrunk) has mean ≈ the bias and E[D²] = bias² +
-    Var(D) ≥ bias², so √(SE² + D²) bounds the root-mean-square error in
-    expectation (conservative by Var(D)). The sharper bias² estimate
-    max(D² − Var(D), 0) (Var(D) exact by the delta method) was tried first: it
-    still under-covered AP there (0.89 over 100 seeds, z mean −0.74). Capped
-    at :data:`MAX_SE`.
+    by −0.0025 against an SE of 0.005). D = stat(shrunk) − stat(unshrunk) has
+    mean ≈ the bias and E[D²] = bias² + Var(D); Var(D) is exact by the delta
+    method (the difference of the two statistics' leaf weights, one joint
+    query), so max(D² − Var(D), 0) estimates bias² (the positive part of an
+    unbiased estimate; with SE² it is Stein's unbiased estimate of the mean
+    squared error of the shrunk statistic, floored at the variance), and the
+    SE is √(SE² + max(D² − Var(D), 0)). The cruder √(SE² + D²) counts the
+    noise the shrinkage removed as bias: on breast_cancer under LDP ε = 5 it
+    doubled the SE (D is mostly removed noise there, the bias is 0.0002), and
+    every interval covered. Measured, with the joint split variance
+    (``benchmarks/bench_binary_coverage.py --seeds 100``), in the closing note
+    of issue 13. Capped at :data:`MAX_SE`.
     """
     value, grad_n, grad_p = statistic(counts)
     se = _delta_se(tree, counts, grad_n, grad_p)
     raw = counts.unshrunk
-    if raw is None or not raw.defined:
+    if raw is None or not raw.defined or counts.shrinkage is None:
         return se
-    raw_value = statistic(raw)[0]
-    return float(min(np.sqrt(se**2 + (value - raw_value) ** 2), MAX_SE))
+    raw_value, raw_n, raw_p = statistic(raw)
+    sh = counts.shrinkage
+    shrunk_w = [
+        _leaf_weights(tree, _through_projection(counts, 0, grad_n), sh[0]),
+        _leaf_weights(tree, _through_projection(counts, 1, grad_p), sh[1]),
+    ]
+    raw_w = [
+        _leaf_weights(tree, _through_projection(raw, 0, raw_n), None),
+        _leaf_weights(tree, _through_projection(raw, 1, raw_p), None),
+    ]
+    var_d = float(tree.joint_query_variance([shrunk_w[0] - raw_w[0], shrunk_w[1] - raw_w[1]])[0])
+    bias2 = max((value - raw_value) ** 2 - var_d, 0.0)
+    return float(min(np.sqrt(se**2 + bias2), MAX_SE))
 
 
 def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
@@ -575,9 +608,10 @@ def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     level. Its gradient with respect to the bin counts of each class, carried
     back through the monotone projection (:func:`_through_projection`) and the
     Wiener shrinkage (:func:`_shrinkage_transpose`, its exact a.e. derivative) to
-    the consistent leaves, is one linear query per class whose exact variance on
-    the consistent tree is
-    :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.leaf_query_variance`.
+    the consistent leaves, is one linear query on both classes whose exact
+    variance on the consistent tree (noise, and under level assignment the
+    split's sampling, shared by the classes and levels) is
+    :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.joint_query_variance`.
     Floored at :data:`PINNED_FLOOR` times the SE without the projection, so it
     is positive whenever there is noise, and widened by the shrinkage's
     estimated bias (:func:`_with_bias_allowance`); 0 without noise; capped at

@@ -15,6 +15,7 @@ class total minus it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,12 @@ class HierarchicalHistogram:
         Clients whose data is in the release.
     consistent_ : bool
         Whether :meth:`consistent` post-processing has been applied.
+    node_sampling_variance : tuple of ndarray or None
+        Level assignment (layout "assign"): the part of ``node_variance`` that
+        comes from the random split of clients over the levels, per node.
+    part_fractions : ndarray or None
+        Level assignment: the share m_k / M of the clients that encoded level k
+        (public), k = 1..h.
     """
 
     spec: HierarchySpec
@@ -66,6 +73,8 @@ class HierarchicalHistogram:
     n_clients: int = 0
     consistent_: bool = field(default=False)
     _level_weights: tuple[float, ...] | None = field(default=None, repr=False)
+    node_sampling_variance: tuple[NDArray[np.float64], ...] | None = field(default=None, repr=False)
+    part_fractions: NDArray[np.float64] | None = field(default=None, repr=False)
     # caches of pure functions of (levels, node_variance, _level_weights), per class;
     # init=False, so dataclasses.replace() starts fresh ones
     _subtree_sums: dict[int, Any] = field(
@@ -342,6 +351,103 @@ class HierarchicalHistogram:
         if self.consistent_:
             return self._consistent_query_variance(w, c)
         return self._raw_query_variance(w, c)
+
+    def joint_query_variance(self, weights: Sequence[Any]) -> NDArray[np.float64]:
+        """Variance of Σ_c ``weights[c] @ leaves[c]``: linear queries on all classes at once.
+
+        The noise is independent across nodes and classes, so its part is the
+        sum of :meth:`leaf_query_variance` over the classes. Under level
+        assignment (layout "assign": each client encodes one level, chosen by a
+        uniformly random split with public sizes m_k of M) the split adds a
+        sampling error that is *shared*: an example counted at one level is
+        missing from every other, so the levels' errors are negatively
+        correlated, and both classes move with the same split. With one
+        example per client, N examples, f_k = m_k / M, and a query that gives
+        an example i the weight c_ik through the level-k node that holds it
+        (the consistent tree's raw-node weights), u_i = Σ_k c_ik, the
+        estimate's sampling error is Σ_i Σ_k c_ik (Z_ik / f_k − 1), Z_ik the
+        indicator that i's client encoded level k. A random allocation of
+        fixed sizes has Var Z_ik = f_k (1 − f_k), Cov(Z_ik, Z_il) = −f_k f_l
+        (k ≠ l: one example, one level), Cov(Z_ik, Z_jk) = −f_k (1 − f_k)/(N − 1)
+        and Cov(Z_ik, Z_jl) = f_k f_l /(N − 1) (i ≠ j, k ≠ l); summed,
+
+            Var = [Σ_k (N T_k − S_k²)/f_k − (N Σ_i u_i² − (Σ_i u_i)²)] / (N − 1),
+
+        S_k = Σ_i c_ik and T_k = Σ_i c_ik². It is ≥ 0 (Cauchy–Schwarz with
+        Σ_k f_k = 1) and 0 for a query every level answers alike (the class
+        totals: each example is counted exactly once). The per-node variances
+        treat the nodes as sampled independently, which overstates the
+        variance of the consistent tree's estimates (they average the levels;
+        measured on breast_cancer under local DP ε = 5, 57 clients: AUC SE 2×
+        the spread over seeds). The unknown example counts are plugged in from
+        the leaves (negative counts as 0). With several examples per client
+        the examples are taken as the units (the same approximation as the
+        per-node variances: exact when a client's examples are exchangeable
+        with the rest's).
+
+        Parameters
+        ----------
+        weights : sequence of array-like or None, one per class
+            Leaf weights, shape (m, n_leaves) or (n_leaves,); None for a
+            class the queries do not touch.
+
+        Returns
+        -------
+        ndarray of float64, shape (m,)
+        """
+        ws = {
+            c: np.atleast_2d(np.asarray(w, dtype=np.float64))
+            for c, w in enumerate(weights)
+            if w is not None
+        }
+        if not ws:
+            raise ValueError("weights must give the leaf weights of at least one class")
+        for c, w in ws.items():
+            self._check_cls(c)
+            if w.shape[1] != self.spec.n_leaves:
+                raise ValueError(
+                    f"weights must have {self.spec.n_leaves} columns, got {w.shape[1]}"
+                )
+        f = self.part_fractions
+        samp_var = self.node_sampling_variance
+        if samp_var is None or f is None or np.any(f <= 0):
+            # No split (or a level no client encoded: its variance is the bound
+            # the per-node model gives it): independent nodes.
+            return np.asarray(
+                sum(self.leaf_query_variance(w, c) for c, w in ws.items()), dtype=np.float64
+            )
+        noise = [
+            np.clip(v - sv, 0.0, None) for v, sv in zip(self.node_variance, samp_var, strict=True)
+        ]
+        node_w = {c: self._node_weights(w) for c, w in ws.items()}
+        out = np.zeros(next(iter(ws.values())).shape[0])
+        for c, nw in node_w.items():
+            out += sum(np.einsum("mj,j->m", x**2, v[c]) for x, v in zip(nw, noise, strict=True))
+        return out + self._split_sampling_variance(node_w, np.asarray(f, dtype=np.float64))
+
+    def _split_sampling_variance(
+        self, node_w: dict[int, list[NDArray[np.float64]]], f: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """The split's sampling variance of queries with raw-node weights ``node_w`` (see above)."""
+        b, h = self.branching, self.height
+        leaves = np.clip(np.asarray(self.leaves, dtype=np.float64), 0.0, None)
+        big_n = float(leaves.sum())
+        m = next(iter(node_w.values()))[0].shape[0]
+        if big_n <= 1.0:
+            return np.zeros(m)
+        counts = self.spec.levels_from_leaves(leaves)
+        s_k, t_k = np.zeros((h, m)), np.zeros((h, m))
+        u1, u2 = np.zeros(m), np.zeros(m)
+        for c, nw in node_w.items():
+            u = np.zeros((m, 1))
+            for k in range(h):
+                s_k[k] += nw[k] @ counts[k][c]
+                t_k[k] += nw[k] ** 2 @ counts[k][c]
+                u = np.repeat(u, b, axis=1) + nw[k]
+            u1 += u @ leaves[c]
+            u2 += u**2 @ leaves[c]
+        var = np.sum((big_n * t_k - s_k**2) / f[:, None], axis=0) - (big_n * u2 - u1**2)
+        return np.asarray(np.maximum(var / (big_n - 1.0), 0.0), dtype=np.float64)
 
     def prefix_moments(
         self, thresholds: Any, cls: int

@@ -350,6 +350,8 @@ class HierarchySketch(Sketch):
     # ---------------------------------------------------------------- decode
     def decode(self, release: Release) -> HierarchicalHistogram:
         s = self.spec
+        sampling: tuple[NDArray[np.float64], ...] | None = None
+        fractions: NDArray[np.float64] | None = None
         if self.leaves_only:
             leaves = np.asarray(release.values, dtype=np.float64).reshape(s.n_classes, s.n_leaves)
             leaf_var = np.asarray(release.variance, dtype=np.float64).reshape(s.n_classes, -1)
@@ -362,6 +364,12 @@ class HierarchySketch(Sketch):
                 np.asarray(v, dtype=np.float64) for v in s.unflatten(release.variance)
             )
             exact = False
+            if release.sampling_variance is not None and release.clients_per_part is not None:
+                sampling = tuple(
+                    np.asarray(v, dtype=np.float64) for v in s.unflatten(release.sampling_variance)
+                )
+                m_k = np.asarray(release.clients_per_part, dtype=np.float64)
+                fractions = m_k / max(float(m_k.sum()), 1.0)
         return HierarchicalHistogram(
             spec=s,
             levels=levels,
@@ -370,4 +378,6 @@ class HierarchySketch(Sketch):
             n_clients=release.n_clients,
             consistent_=exact,
             _level_weights=tuple([1.0] * s.height) if exact else None,
+            node_sampling_variance=sampling,
+            part_fractions=fractions,
         )
