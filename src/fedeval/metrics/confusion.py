@@ -4,7 +4,10 @@ From the per-class hierarchical histogram, the number of examples of class c
 predicted positive at threshold T (score >= T) is the class total minus the
 prefix count below T. Precision, recall (TPR), FPR and accuracy are ratios of
 such linear queries, so their standard errors follow by the delta method from
-the exact variances of linear leaf queries (:meth:`leaf_query_variance`).
+the exact variances of linear leaf queries (:meth:`leaf_query_variance`) and,
+under level assignment (local DP), the covariance of the split's sampling
+errors, which the classes share
+(:meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.split_prefix_covariance`).
 
 References
 ----------
@@ -131,16 +134,36 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
     m = n_pos + n_neg
 
     # Each class enters through its prefix count X (below t) and its total T:
-    # Var, Cov(X, T) and Var(T) per threshold in O(b·h) (never a (k+1)² matrix).
-    vx_pos, cxt_pos, vt_pos = tree.prefix_moments(flat, 1)
-    vx_neg, cxt_neg, vt_neg = tree.prefix_moments(flat, 0)
+    # Var, Cov(X, T) and Var(T) per threshold in O(b·h) (never a (k+1)² matrix),
+    # of the noise. Under level assignment the split of clients over the levels
+    # adds a sampling error shared by X⁺, T⁺, X⁻ and T⁻ (their 4 × 4 covariance,
+    # O(h · leaves) per threshold; local DP trees are shallow).
+    noise = tree.noise_only()
+    vx_pos, cxt_pos, vt_pos = noise.prefix_moments(flat, 1)
+    vx_neg, cxt_neg, vt_neg = noise.prefix_moments(flat, 0)
+    split = tree.split_prefix_covariance(flat)
+
+    def var_of(gx_pos: Any, gt_pos: Any, gx_neg: Any, gt_neg: Any) -> NDArray[np.float64]:
+        """Var(gx⁺·X⁺ + gt⁺·T⁺ + gx⁻·X⁻ + gt⁻·T⁻) for every threshold."""
+        var = (
+            gx_pos**2 * vx_pos
+            + gt_pos**2 * vt_pos
+            + 2 * gx_pos * gt_pos * cxt_pos
+            + gx_neg**2 * vx_neg
+            + gt_neg**2 * vt_neg
+            + 2 * gx_neg * gt_neg * cxt_neg
+        )
+        if split is not None:
+            g = np.stack(np.broadcast_arrays(gx_pos, gt_pos, gx_neg, gt_neg), axis=-1)
+            var = var + np.einsum("mi,mij,mj->m", g, split, g)
+        return np.asarray(var, dtype=np.float64)
 
     def var_pos(gx: Any, gt: Any) -> NDArray[np.float64]:
         """Var(gx·X⁺ + gt·T⁺) for every threshold."""
-        return np.asarray(gx**2 * vx_pos + gt**2 * vt_pos + 2 * gx * gt * cxt_pos)
+        return var_of(gx, gt, 0.0 * gx, 0.0 * gx)
 
     def var_neg(gx: Any, gt: Any) -> NDArray[np.float64]:
-        return np.asarray(gx**2 * vx_neg + gt**2 * vt_neg + 2 * gx * gt * cxt_neg)
+        return var_of(0.0 * gx, 0.0 * gx, gx, gt)
 
     k = flat.shape[0]
     r, _ = tree.spec.grid.locate(flat)
@@ -162,14 +185,15 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
             if n_neg > 0
             else np.full(k, np.nan)
         )
-        # precision = TP/(TP+FP), TP = T⁺ − X⁺, FP = T⁻ − X⁻: the classes' noise is independent.
+        # precision = TP/(TP+FP), TP = T⁺ − X⁺, FP = T⁻ − X⁻ (the classes' noise is
+        # independent; under level assignment their split errors are not).
         d2 = np.where(pred_pos > 0, pred_pos**2, np.nan)
         g_tp, g_fp = fp / d2, -tp / d2
-        precision_var = var_pos(-g_tp, g_tp) + var_neg(-g_fp, g_fp)
+        precision_var = var_of(-g_tp, g_tp, -g_fp, g_fp)
         # accuracy = (T⁺ − X⁺ + X⁻)/(T⁺ + T⁻).
         acc = np.nan_to_num(accuracy)
         acc_var = (
-            var_pos(np.full(k, -1 / m), (1 - acc) / m) + var_neg(np.full(k, 1 / m), -acc / m)
+            var_of(np.full(k, -1 / m), (1 - acc) / m, np.full(k, 1 / m), -acc / m)
             if m > 0
             else np.full(k, np.nan)
         )

@@ -416,38 +416,115 @@ class HierarchicalHistogram:
             return np.asarray(
                 sum(self.leaf_query_variance(w, c) for c, w in ws.items()), dtype=np.float64
             )
-        noise = [
-            np.clip(v - sv, 0.0, None) for v, sv in zip(self.node_variance, samp_var, strict=True)
-        ]
+        noise = self.noise_only()
         node_w = {c: self._node_weights(w) for c, w in ws.items()}
         out = np.zeros(next(iter(ws.values())).shape[0])
         for c, nw in node_w.items():
-            out += sum(np.einsum("mj,j->m", x**2, v[c]) for x, v in zip(nw, noise, strict=True))
+            out += noise._query_variance(nw, c)
         return out + self._split_sampling_variance(node_w, np.asarray(f, dtype=np.float64))
 
     def _split_sampling_variance(
         self, node_w: dict[int, list[NDArray[np.float64]]], f: NDArray[np.float64]
     ) -> NDArray[np.float64]:
         """The split's sampling variance of queries with raw-node weights ``node_w`` (see above)."""
+        return np.maximum(self._split_sampling_covariance(node_w, node_w, f), 0.0)
+
+    def _split_sampling_covariance(
+        self,
+        node_a: dict[int, list[NDArray[np.float64]]],
+        node_b: dict[int, list[NDArray[np.float64]]],
+        f: NDArray[np.float64],
+    ) -> NDArray[np.float64]:
+        """Row-wise covariance of the split's errors of two sets of queries (raw-node weights).
+
+        The bilinear form of :meth:`joint_query_variance`'s sampling term:
+        Cov = [Σ_k (N T_k − S_k S'_k)/f_k − (N Σ_i u_i u'_i − Σ_i u_i Σ_i u'_i)]/(N − 1),
+        T_k = Σ_i c_ik c'_ik. Rows of shape 1 broadcast against the other's.
+        """
         b, h = self.branching, self.height
         leaves = np.clip(np.asarray(self.leaves, dtype=np.float64), 0.0, None)
         big_n = float(leaves.sum())
-        m = next(iter(node_w.values()))[0].shape[0]
+        m = max(w[0].shape[0] for w in (*node_a.values(), *node_b.values()))
         if big_n <= 1.0:
             return np.zeros(m)
         counts = self.spec.levels_from_leaves(leaves)
-        s_k, t_k = np.zeros((h, m)), np.zeros((h, m))
-        u1, u2 = np.zeros(m), np.zeros(m)
-        for c, nw in node_w.items():
-            u = np.zeros((m, 1))
+        s_a, s_b, t_ab = np.zeros((h, m)), np.zeros((h, m)), np.zeros((h, m))
+        u1_a, u1_b, u2 = np.zeros(m), np.zeros(m), np.zeros(m)
+        for c in range(self.spec.n_classes):
+            wa, wb = node_a.get(c), node_b.get(c)
+            if wa is None and wb is None:
+                continue
+            ua = ub = None
             for k in range(h):
-                s_k[k] += nw[k] @ counts[k][c]
-                t_k[k] += nw[k] ** 2 @ counts[k][c]
-                u = np.repeat(u, b, axis=1) + nw[k]
-            u1 += u @ leaves[c]
-            u2 += u**2 @ leaves[c]
-        var = np.sum((big_n * t_k - s_k**2) / f[:, None], axis=0) - (big_n * u2 - u1**2)
-        return np.asarray(np.maximum(var / (big_n - 1.0), 0.0), dtype=np.float64)
+                xa = None if wa is None else wa[k]
+                xb = None if wb is None else wb[k]
+                if xa is not None:
+                    s_a[k] += xa @ counts[k][c]
+                    ua = xa if ua is None else np.repeat(ua, b, axis=1) + xa
+                if xb is not None:
+                    s_b[k] += xb @ counts[k][c]
+                    ub = xb if ub is None else np.repeat(ub, b, axis=1) + xb
+                if xa is not None and xb is not None:
+                    t_ab[k] += (xa * xb) @ counts[k][c]
+            if ua is not None:
+                u1_a += ua @ leaves[c]
+            if ub is not None:
+                u1_b += ub @ leaves[c]
+            if ua is not None and ub is not None:
+                u2 += (ua * ub) @ leaves[c]
+        cov = np.sum((big_n * t_ab - s_a * s_b) / f[:, None], axis=0) - (big_n * u2 - u1_a * u1_b)
+        return np.asarray(cov / (big_n - 1.0), dtype=np.float64)
+
+    def split_prefix_covariance(self, thresholds: Any) -> NDArray[np.float64] | None:
+        """Covariance of the split's errors of (X⁺, T⁺, X⁻, T⁻) at each threshold, or None.
+
+        X_c is :meth:`count_below` of class c at the threshold and T_c the class
+        total, on the consistent tree. Under level assignment their sampling
+        errors are correlated across the two classes and between the prefix and
+        the total (:meth:`joint_query_variance`); None without a split (or with
+        a level no client encoded). Returns shape (m, 4, 4); O(h · leaves) per
+        threshold, in chunks.
+        """
+        f = self.part_fractions
+        if self.node_sampling_variance is None or f is None or np.any(f <= 0):
+            return None
+        t = np.atleast_1d(np.asarray(thresholds, dtype=np.float64)).ravel()
+        r, frac = self.spec.grid.locate(t)
+        n = self.spec.n_leaves
+        ones = self._node_weights(np.ones((1, n)))
+        fa = np.asarray(f, dtype=np.float64)
+        out = np.empty((t.size, 4, 4))
+        chunk = max(1, 2**22 // max(n * self.height, 1))
+        for lo in range(0, t.size, chunk):
+            sl = slice(lo, lo + chunk)
+            prefix = self._node_weights(prefix_leaf_weights(r[sl], frac[sl], n))
+            base = [{1: prefix}, {1: ones}, {0: prefix}, {0: ones}]
+            for i in range(4):
+                for j in range(i, 4):
+                    cov = self._split_sampling_covariance(base[i], base[j], fa)
+                    out[sl, i, j] = out[sl, j, i] = cov
+        return out
+
+    def noise_only(self) -> HierarchicalHistogram:
+        """This tree with the split's sampling variance taken out of ``node_variance``.
+
+        The consistency weights stay those of the full variances (they define
+        the estimator); queries on the result give the noise part of a
+        variance only.
+        """
+        if self.node_sampling_variance is None:
+            return self
+        noise = tuple(
+            np.clip(v - sv, 0.0, None)
+            for v, sv in zip(self.node_variance, self.node_sampling_variance, strict=True)
+        )
+        return replace(
+            self,
+            node_variance=noise,
+            node_sampling_variance=None,
+            part_fractions=None,
+            _level_weights=self._level_weights,
+        )
 
     def prefix_moments(
         self, thresholds: Any, cls: int
