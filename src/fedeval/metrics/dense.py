@@ -430,24 +430,6 @@ def _leaf_weights(
     return _shrinkage_transpose(shrink, bin_weights, n, tree.branching)
 
 
-def _query_variance(
-    tree: HierarchicalHistogram,
-    grad_n: NDArray[np.float64],
-    grad_p: NDArray[np.float64],
-    shrink: tuple[Shrinkage | None, Shrinkage | None] = (None, None),
-) -> float:
-    """Exact variance of the bin-weighted linear query on both classes (consistent tree).
-
-    With ``shrink``, each class's weights are on its Wiener-shrunk bins and are
-    first carried back to the consistent leaves (:func:`_shrinkage_transpose`).
-    The two classes are queried jointly: under level assignment they share the
-    split of clients over the levels
-    (:meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.joint_query_variance`).
-    """
-    w = [_leaf_weights(tree, grad_n, shrink[0]), _leaf_weights(tree, grad_p, shrink[1])]
-    return float(tree.joint_query_variance(w)[0])
-
-
 def _through_projection(
     counts: BoundaryCounts, c: int, grad_bins: NDArray[np.float64]
 ) -> NDArray[np.float64]:
@@ -504,31 +486,6 @@ bound in 64-96 % of the runs there and made every interval cover (100 seeds,
 """
 
 
-def _delta_se(
-    tree: HierarchicalHistogram,
-    counts: BoundaryCounts,
-    grad_n: NDArray[np.float64],
-    grad_p: NDArray[np.float64],
-) -> float:
-    """SE of a statistic of the projected bins with these gradients, floored by PINNED_FLOOR.
-
-    When the shrinkage has dropped every split, the statistic no longer moves
-    with the released counts to first order (an AUC of evenly spread classes
-    depends on the totals only, and not at all on their scale), so the floor
-    falls back to the SE of the raw bins: under noise an SE is never 0.
-    """
-    sh = counts.shrinkage or (None, None)
-    through = _query_variance(
-        tree, _through_projection(counts, 0, grad_n), _through_projection(counts, 1, grad_p), sh
-    )
-    plain = _query_variance(tree, grad_n, grad_p)
-    if sh != (None, None):
-        shrunk = _query_variance(tree, grad_n, grad_p, sh)
-        plain = shrunk if shrunk > 1e-6 * plain else plain
-    se = max(np.sqrt(max(through, 0.0)), PINNED_FLOOR * np.sqrt(max(plain, 0.0)))
-    return float(min(se, MAX_SE))
-
-
 def _auc_and_gradients(
     counts: BoundaryCounts,
 ) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
@@ -564,41 +521,64 @@ def _with_bias_allowance(
     counts: BoundaryCounts,
     statistic: Any,
 ) -> float:
-    """Delta-method SE of ``statistic`` on ``counts``, widened by the shrinkage's estimated bias.
+    """Delta-method SE of ``statistic`` on ``counts``, floored and widened by the estimated bias.
+
+    Four linear queries on both classes, answered by one
+    :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.joint_query_variance`
+    (the classes share the split of clients over levels under level
+    assignment):
+
+    * through: the gradient carried back through the projection
+      (:func:`_through_projection`) and the shrinkage (:func:`_shrinkage_transpose`),
+      the delta-method variance;
+    * the floor's: through the shrinkage only (:data:`PINNED_FLOOR`). When the
+      shrinkage has dropped every split the statistic no longer moves with
+      the released counts to first order (an AUC of evenly spread classes
+      depends on the totals only, and not at all on their scale), so the
+      floor falls back to the raw bins' gradient: under noise an SE is never 0;
+    * D's: the shrunk minus the unshrunk statistic's weights.
 
     The Wiener shrinkage trades noise for a bias that the delta method does
     not see (measured: AP on the 200K generated task under LDP ε = 5 was biased
     by −0.0025 against an SE of 0.005). D = stat(shrunk) − stat(unshrunk) has
-    mean ≈ the bias and E[D²] = bias² + Var(D); Var(D) is exact by the delta
-    method (the difference of the two statistics' leaf weights, one joint
-    query), so max(D² − Var(D), 0) estimates bias² (the positive part of an
-    unbiased estimate; with SE² it is Stein's unbiased estimate of the mean
-    squared error of the shrunk statistic, floored at the variance), and the
-    SE is √(SE² + max(D² − Var(D), 0)). The cruder √(SE² + D²) counts the
-    noise the shrinkage removed as bias: on breast_cancer under LDP ε = 5 it
+    mean ≈ the bias and E[D²] = bias² + Var(D), with Var(D) exact by the
+    delta method, so max(D² − Var(D), 0) estimates bias² (the positive part of
+    an unbiased estimate; with SE² it is Stein's unbiased estimate of the
+    mean squared error of the shrunk statistic, floored at the variance), and
+    the SE is √(SE² + max(D² − Var(D), 0)). The cruder √(SE² + D²) counted the
+    noise the shrinkage removes as bias: on breast_cancer under LDP ε = 5 it
     doubled the SE (D is mostly removed noise there, the bias is 0.0002), and
-    every interval covered. Measured, with the joint split variance
-    (``benchmarks/bench_binary_coverage.py --seeds 100``), in the closing note
-    of issue 13. Capped at :data:`MAX_SE`.
+    every interval covered. Measured in the closing note of issue 13
+    (``benchmarks/bench_binary_coverage.py --seeds 100``). Capped at
+    :data:`MAX_SE`.
     """
     value, grad_n, grad_p = statistic(counts)
-    se = _delta_se(tree, counts, grad_n, grad_p)
+    sh = counts.shrinkage or (None, None)
+    shrunk = counts.shrinkage is not None
     raw = counts.unshrunk
-    if raw is None or not raw.defined or counts.shrinkage is None:
-        return se
-    raw_value, raw_n, raw_p = statistic(raw)
-    sh = counts.shrinkage
-    shrunk_w = [
-        _leaf_weights(tree, _through_projection(counts, 0, grad_n), sh[0]),
-        _leaf_weights(tree, _through_projection(counts, 1, grad_p), sh[1]),
-    ]
-    raw_w = [
-        _leaf_weights(tree, _through_projection(raw, 0, raw_n), None),
-        _leaf_weights(tree, _through_projection(raw, 1, raw_p), None),
-    ]
-    var_d = float(tree.joint_query_variance([shrunk_w[0] - raw_w[0], shrunk_w[1] - raw_w[1]])[0])
-    bias2 = max((value - raw_value) ** 2 - var_d, 0.0)
-    return float(min(np.sqrt(se**2 + bias2), MAX_SE))
+    with_bias = shrunk and raw is not None and raw.defined
+    rows: list[list[NDArray[np.float64]]] = []
+    for c, g in ((0, grad_n), (1, grad_p)):
+        through = _leaf_weights(tree, _through_projection(counts, c, g), sh[c])
+        r = [through, _leaf_weights(tree, g, None)]
+        if shrunk:
+            r.append(_leaf_weights(tree, g, sh[c]))
+        rows.append(r)
+    raw_value = value
+    if with_bias:
+        assert raw is not None
+        raw_value, raw_n, raw_p = statistic(raw)
+        for c, g in ((0, raw_n), (1, raw_p)):
+            rows[c].append(rows[c][0] - _leaf_weights(tree, _through_projection(raw, c, g), None))
+    var = tree.joint_query_variance([np.array(rows[0]), np.array(rows[1])])
+    floor = var[1]
+    if shrunk and var[2] > 1e-6 * var[1]:
+        floor = var[2]
+    se = min(max(np.sqrt(max(var[0], 0.0)), PINNED_FLOOR * np.sqrt(max(floor, 0.0))), MAX_SE)
+    if with_bias:
+        bias2 = max((value - raw_value) ** 2 - float(var[3]), 0.0)
+        se = min(np.sqrt(se**2 + bias2), MAX_SE)
+    return float(se)
 
 
 def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
