@@ -25,6 +25,7 @@ from fedeval.metrics.dense import (
     boundary_counts,
     dense_ap_se,
     dense_auc_se,
+    project_children_to_simplex,
     wiener_levels,
 )
 from fedeval.postprocess.bootstrap import bootstrap_values
@@ -286,6 +287,56 @@ def test_wiener_shrinkage_keeps_totals_and_leaves_exact_counts_alone() -> None:
     assert 0 < np.mean(s_leaf == 0) < 1 and np.all((s_leaf >= 0) & (s_leaf <= 1))
 
 
+@pytest.mark.parametrize("branching", [2, 3])
+def test_shrunk_levels_are_non_negative_splits_of_the_released_total(branching: int) -> None:
+    """Every level of the shrunk tree is >= 0 and sums to the released class total.
+
+    Fails without the non-negative split: on this LDP release the Wiener-shrunk
+    leaves of both classes go below 0 (noise in regions with few examples).
+    """
+    s, y = _data(5_000)
+    tree = fe.evaluate(
+        fe.Federation.from_arrays(s, y),
+        fe.LocalDP(epsilon=5.0),
+        height=6,
+        branching=branching,
+        rng=0,
+    ).tree
+    totals = tree.levels[0].sum(axis=1)
+    assert np.all(totals > 0)
+    for level in range(1, tree.height + 1):
+        bins, _ = wiener_levels(tree, level)
+        assert bins.min() >= 0.0
+        np.testing.assert_allclose(bins.sum(axis=1), totals, rtol=1e-12)
+
+
+def _closest_non_negative_split(v: np.ndarray) -> np.ndarray:
+    """Brute force over the kept sets K: w_K = v_K + (sum of the rest)/|K|, the nearest feasible."""
+    total = v.sum()
+    if total <= 0:
+        return np.zeros_like(v)
+    best, best_d = None, np.inf
+    for mask in range(1, 2**v.size):
+        keep = np.array([(mask >> i) & 1 for i in range(v.size)], dtype=bool)
+        w = np.where(keep, v + v[~keep].sum() / keep.sum(), 0.0)
+        if w.min() >= -1e-12 and np.sum((w - v) ** 2) < best_d:
+            best, best_d = w, np.sum((w - v) ** 2)
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize("b", [2, 3, 4, 5])
+def test_project_children_to_simplex_is_the_closest_non_negative_split(b: int) -> None:
+    rng = np.random.default_rng(b)
+    rows = rng.normal(0.5, 2.0, size=(300, b))
+    rows[:20] = np.abs(rows[:20])  # all positive: unchanged
+    got, kept = project_children_to_simplex(rows)
+    want = np.array([_closest_non_negative_split(r) for r in rows])
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    np.testing.assert_array_equal(got[:20], rows[:20])
+    np.testing.assert_array_equal(kept, got > 0)
+
+
 @pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
 def test_shrinkage_transpose_is_the_derivative(privacy: object) -> None:
     """The delta method's reverse pass through the shrinkage equals a finite difference.
@@ -293,7 +344,9 @@ def test_shrinkage_transpose_is_the_derivative(privacy: object) -> None:
     Perturb the consistent leaves by t·δ (all levels recomputed as their sums, so the
     tree stays consistent); g·bins(t) is piecewise smooth in t, and at t = 1e-6 the
     central difference matches the linear query's weights·δ to ~1e-6 relative
-    (no shrink factor crosses its kink for so small a step: tolerance 1e-4).
+    (no shrink factor or clipped child crosses its kink for so small a step:
+    tolerance 1e-4). The release clips children in the non-negative split, so the
+    reverse pass through it is exercised too (checked).
     """
     s, y = _data(5_000)
     tree = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, height=7, rng=1).tree
@@ -303,6 +356,7 @@ def test_shrinkage_transpose_is_the_derivative(privacy: object) -> None:
     delta = rng.normal(size=tree.spec.n_leaves)
     _, shrink = wiener_levels(tree, level)
     assert shrink is not None
+    assert not all(step[4].all() for step in shrink[c].levels)
     weights = _shrinkage_transpose(shrink[c], g, tree.spec.n_leaves, tree.branching)
 
     def value(t: float) -> float:

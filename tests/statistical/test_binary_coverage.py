@@ -15,9 +15,9 @@ could not catch over-stated SEs). The seeds (1000..1999) are not those of the
 benchmark (0..99).
 
 Under local DP this failed (coverage 1000/1000, z SD 0.5-0.6) while the split of
-clients over levels was modelled as independent per-node sampling, the crude
-bias allowance √(SE² + D²) counted the noise the shrinkage removes as bias,
-and the floor ignored the shrinkage; see
+clients over levels was modelled as independent per-node sampling and the floor
+ignored the shrinkage (the bias allowance is √(SE² + D²) again since the
+non-negative split; its docstring says why); see
 :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.joint_query_variance`
 and :func:`fedeval.metrics.dense._with_bias_allowance`.
 """
