@@ -330,3 +330,27 @@ def test_format_errors_still_raise_under_dp() -> None:
         )
     with pytest.raises(TypeError):
         fe.evaluate(s, fe.DistributedDP(1.0))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("privacy", [fe.DistributedDP(epsilon=0.3), fe.LocalDP(epsilon=1.0)])
+def test_defined_is_where_the_released_class_quantiles_exist(privacy: Any) -> None:
+    """evaluation._defined reads level 1 only; it must agree with the quantile descent.
+
+    Tiny federations under strong noise, so that a class's released level-1 counts
+    are often all <= 0 (undefined) and sometimes mixed in sign (defined).
+    """
+    from dataclasses import replace
+
+    from fedeval.evaluation import _defined
+
+    fed = fe.Federation.from_arrays(np.array([0.2, 0.7, 0.9]), np.array([0, 1, 1]))
+    seen = set()
+    for seed in range(60):
+        with pytest.warns(UserWarning):
+            tree = fe.evaluate(fed, privacy, height=3, rng=seed).tree
+        for flip in (1.0, -1.0):  # also the sign-flipped levels, for more undefined cases
+            t = replace(tree, levels=tuple(flip * np.asarray(lv) for lv in tree.levels))
+            want = not any(np.isnan(t.quantiles([0.5], cls=c)).any() for c in (0, 1))
+            assert _defined(t) == want
+            seen.add(want)
+    assert seen == {True, False}

@@ -68,9 +68,12 @@ def _defined(tree: HierarchicalHistogram) -> bool:
 
     A function of the release only: the curve-based metrics are NaN where it is
     False (instead of an exception that would depend on the noisy counts).
+    Exactly where :meth:`HierarchicalHistogram.quantiles` of the class is
+    defined: its descent reads negative counts as 0 and is NaN when the
+    level-1 total is then not positive (checked here on level 1 alone).
     """
-    probe = np.array([0.5])
-    return not any(np.isnan(tree.quantiles(probe, cls=c)).any() for c in (0, 1))
+    level_one = np.asarray(tree.levels[0], dtype=np.float64)
+    return bool(np.all(np.maximum(level_one, 0.0).sum(axis=1) > 0))
 
 
 @dataclass(frozen=True)
@@ -442,7 +445,8 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
     tree = ev.tree
     totals = tree.totals()
     reasons = []
-    se_auc = ev.roc_auc_se if _defined(tree) else float("nan")
+    defined = _defined(tree)
+    se_auc = ev.roc_auc_se if defined else float("nan")
     if math.isfinite(se_auc) and se_auc > AUC_ERROR_TOLERANCE:
         reasons.append(
             f"the AUC standard error from the privacy noise is {se_auc:.3g} "
@@ -451,10 +455,10 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
     # The raw level-1 variance bounds the consistent one (consistency never
     # increases a range query's variance): the exact one is computed only when needed.
     raw_se = np.sqrt(np.maximum(np.asarray(tree.node_variance[0]).sum(axis=-1), 0.0))
-    if not (np.all(totals > 3.0 * raw_se) and _defined(tree)):
+    if not (np.all(totals > 3.0 * raw_se) and defined):
         se = np.sqrt(np.maximum(tree.total_variance(), 0.0))
         weak = [c for c in (0, 1) if not totals[c] > 3.0 * se[c]]
-        if weak or not _defined(tree):
+        if weak or not defined:
             reasons.append(
                 "released class count not clearly above the privacy noise (3 standard errors): "
                 + "; ".join(
