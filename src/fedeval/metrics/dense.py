@@ -278,7 +278,12 @@ def project_children_to_simplex(
     """
     out = np.array(children, dtype=np.float64)
     rows = np.flatnonzero(np.any(out <= 0, axis=1))
-    if rows.size:
+    if rows.size and out.shape[1] == 2:
+        # b = 2 in closed form: the first child clipped to [0, E], the second the rest.
+        total = np.maximum(out[rows].sum(axis=1), 0.0)
+        first = np.clip(out[rows, 0], 0.0, total)
+        out[rows] = np.stack((first, total - first), axis=1)
+    elif rows.size:
         v = out[rows]
         total = v.sum(axis=1)
         desc = -np.sort(-v, axis=1)
