@@ -69,6 +69,12 @@ ROC 0.45 (0.65), below level 2 at ROC 0.26 (0.48); on breast_cancer, below
 level 3 exact: PR 0.35 (0.52). ≤ 0.5× the reference in every DistDP h = 12
 cell would need the noise of splits 10²-10³ times σ removed.
 
+Measured for 1 and 1b (``--seeds 20 --heights 7 9``): on breast_cancer at
+h = 7 the PR bound is 0.77 under SA and DistDP ε = 1 and 0.72 under LDP
+ε = 5 (ROC 0.25-0.31), so no estimator reaches ≤ 0.5× the reference's p90
+PR Area Error on both datasets there; at h = 9, and on the generated task,
+the bounds are 0.04-0.30 and decide nothing.
+
 Usage: python benchmarks/bench_dense_oracle.py [--seeds 10] [--first-seed 0]
 """
 
