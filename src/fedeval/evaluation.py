@@ -68,12 +68,8 @@ def _defined(tree: HierarchicalHistogram) -> bool:
 
     A function of the release only: the curve-based metrics are NaN where it is
     False (instead of an exception that would depend on the noisy counts).
-    Exactly where :meth:`HierarchicalHistogram.quantiles` of the class is
-    defined: its descent reads negative counts as 0 and is NaN when the
-    level-1 total is then not positive (checked here on level 1 alone).
     """
-    level_one = np.asarray(tree.levels[0], dtype=np.float64)
-    return bool(np.all(np.maximum(level_one, 0.0).sum(axis=1) > 0))
+    return tree.has_mass(cls=0) and tree.has_mass(cls=1)
 
 
 @dataclass(frozen=True)

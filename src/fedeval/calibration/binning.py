@@ -352,7 +352,7 @@ def equi_depth_is_defined(hist: HierarchicalHistogram) -> bool:
     (equal-width buckets) is post-processing, announced by
     :func:`warn_no_mass`, never an error.
     """
-    return bool(np.isfinite(hist.quantiles(np.array([0.5]))).all())
+    return hist.has_mass()
 
 
 def warn_no_mass(steps: list[str]) -> None:

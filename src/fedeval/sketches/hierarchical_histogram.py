@@ -256,6 +256,14 @@ class HierarchicalHistogram:
             return float(self._consistent_query_variance(w, c)[0])
         return float(np.sum(w[0] ** 2 * np.asarray(self.node_variance[-1][c], dtype=np.float64)))
 
+    def has_mass(self, *, cls: int | None = None) -> bool:
+        """Whether :meth:`quantiles` is defined: the level-1 total, negative counts read as 0, is > 0.
+
+        A function of the noisy release only, so whatever it decides (NaN
+        metrics, a fallback) is post-processing.
+        """
+        return bool(np.maximum(self._class_level(0, cls), 0.0).sum() > 0)
+
     def quantiles(self, q: Any, *, cls: int | None = None) -> NDArray[np.float64]:
         """Scores below which a fraction ``q`` of the (class's) examples lie.
 
@@ -282,13 +290,12 @@ class HierarchicalHistogram:
         qs = np.asarray(q, dtype=np.float64)
         if not np.isfinite(qs).all() or (qs < 0).any() or (qs > 1).any():
             raise ValueError("quantile levels q must lie in [0, 1]")
-        levels = [self._class_level(k, cls) for k in range(self.height)]
-        levels = [np.maximum(lv, 0.0) for lv in levels]
+        if not self.has_mass(cls=cls):
+            return np.full(qs.shape, np.nan)
+        levels = [np.maximum(self._class_level(k, cls), 0.0) for k in range(self.height)]
         total = levels[0].sum()
         flat = qs.ravel()
         lo, _ = self.spec.score_range
-        if total <= 0:
-            return np.full(qs.shape, np.nan)
         residual = flat * total
         node = np.zeros(flat.shape, dtype=np.int64)
         b = self.branching
