@@ -5,8 +5,14 @@ The one pipeline: client data → encode → federated sum under a privacy model
 
     import fedeval as fe
     fed = fe.Federation.from_arrays(scores, labels, clients)
-    ev = fe.evaluate(fed, fe.DistributedDP(epsilon=1.0), rng=0)
+    ev = fe.evaluate(fed, fe.DistributedDP(epsilon=1.0))   # fresh OS entropy, this release alone
     ev.roc_auc, ev.roc_curve(), ev.at_threshold(0.5), ev.epsilon_spent
+
+    # A program: several releases on one population under one budget.
+    ctx = fe.Context(fed, budget=fe.Budget(epsilon=2.0))
+    cal = ctx.calibrate(fe.DistributedDP(epsilon=0.5), method="bbq")
+    ev = ctx.evaluate(fe.DistributedDP(epsilon=1.0))
+    ctx.remaining.epsilon, ctx.receipt()
 
 The public names are loaded on first use (PEP 562), so ``import fedeval`` and
 the ``fedeval`` command start without importing numpy, scipy or matplotlib;
@@ -21,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
     from fedeval.calibration.api import calibrate
+    from fedeval.context import Budget, Context, ProgramReceipt
     from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
     from fedeval.evaluation import Evaluation, evaluate
+    from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
     from fedeval.planning import Plan, plan
     from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
@@ -34,6 +42,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
         SecureAggregation,
         UserLevelDP,
     )
+    from fedeval.public_facts import Public
     from fedeval.report.evaluation_report import write_report
 
 __version__ = "0.1.0"
@@ -48,6 +57,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "sketches": ("fedeval.sketches", None),
     "vertical": ("fedeval.vertical", None),
     "calibrate": ("fedeval.calibration.api", "calibrate"),
+    "Budget": ("fedeval.context", "Budget"),
+    "Context": ("fedeval.context", "Context"),
+    "ProgramReceipt": ("fedeval.context", "ProgramReceipt"),
+    "FedevalWarning": ("fedeval.exceptions", "FedevalWarning"),
+    "SeededRandomnessWarning": ("fedeval.exceptions", "SeededRandomnessWarning"),
+    "Public": ("fedeval.public_facts", "Public"),
     "ClientView": ("fedeval.data", "ClientView"),
     "Federation": ("fedeval.data", "Federation"),
     "demo": ("fedeval.data", "demo"),
@@ -73,19 +88,25 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 __all__ = [
+    "Budget",
     "BudgetExceededError",
     "BudgetLedger",
     "CentralDP",
     "ClientView",
+    "Context",
     "DistributedDP",
     "Evaluation",
     "Federation",
+    "FedevalWarning",
     "LabelDP",
     "LocalDP",
     "MulticlassEvaluation",
     "Plan",
+    "ProgramReceipt",
+    "Public",
     "Scan",
     "SecureAggregation",
+    "SeededRandomnessWarning",
     "UserLevelDP",
     "__version__",
     "calibrate",

@@ -186,40 +186,46 @@ def _privacy(args: argparse.Namespace) -> PrivacyModel:
 
 
 def public_facts(
-    fed: Any, models: Sequence[PrivacyModel], declared: int | None = None
+    fed: Any,
+    models: Sequence[PrivacyModel],
+    declared: int | None = None,
+    declared_clients: int | None = None,
 ) -> dict[str, Any]:
     """What may be printed about a federation evaluated under all of ``models``.
 
-    The task, the number of clients and the score domain are public; the
-    number of examples only if it was declared or every model makes it public
-    (see :func:`fedeval.planning.public_example_count`).
+    The task and the score domain are public; the numbers of clients and of
+    examples only if declared or public under every model
+    (:func:`fedeval.public_facts.public_counts`).
     """
-    from fedeval.planning import public_example_count
+    from fedeval.public_facts import Public, public_counts
 
+    pub = Public(n_clients=declared_clients, n_examples=declared)
+    counts = [public_counts(m, fed, pub) for m in models]
     facts: dict[str, Any] = {
         "kind": fed.kind,
-        "n_clients": int(fed.n_clients),
         "n_classes": int(fed.n_classes),
         "score_range": [float(v) for v in fed.score_range],
     }
-    counts = [public_example_count(m, fed.n_examples, declared=declared) for m in models]
-    if counts and all(c is not None for c, _ in counts):
-        facts["n_examples"] = counts[0][0]
-        facts["n_examples_source"] = counts[0][1]
-    else:
-        facts["n_examples"] = None
-        facts["n_examples_source"] = next(s for c, s in counts if c is None)
+    for key in ("n_clients", "n_examples"):
+        values = [getattr(c, key) for c in counts]
+        sources = [getattr(c, f"{key}_source") for c in counts]
+        public = bool(values) and all(v is not None for v in values)
+        facts[key] = values[0] if public else None
+        facts[f"{key}_source"] = (
+            sources[0]
+            if public
+            else next(s for v, s in zip(values, sources, strict=True) if v is None)
+        )
     return facts
 
 
 def describe_facts(facts: dict[str, Any]) -> str:
     lo, hi = facts["score_range"]
     m = facts["n_examples"]
+    k = facts["n_clients"]
     examples = f"{m:,} examples" if m is not None else "number of examples not public"
-    return (
-        f"federation: {facts['kind']} task, {facts['n_clients']:,} clients, "
-        f"score domain [{lo:g}, {hi:g}], {examples}"
-    )
+    clients = f"{k:,} clients" if k is not None else "number of clients not public"
+    return f"federation: {facts['kind']} task, {clients}, score domain [{lo:g}, {hi:g}], {examples}"
 
 
 def _source(path: str | None, facts: dict[str, Any], what: str | None = None) -> dict[str, Any]:
@@ -375,7 +381,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     evs = {}
     for i, (name, priv) in enumerate(settings.items()):
         with steps.step(f"evaluating under {name}"):
-            ev = _binary(fe.evaluate(fed, priv, rng=args.seed + i))
+            seed = None if args.seed is None else args.seed + i  # a seed is for simulation
+            ev = _binary(fe.evaluate(fed, priv, rng=seed))
             _ = ev.roc_auc_se, ev.average_precision_se  # computed here, inside the progress bar
             evs[name] = ev
     with steps.step("exact pooled metrics (the demo is a simulation)"):
@@ -609,9 +616,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     import numpy as np
 
     present = np.unique(fed.labels)
-    if present.size < 2:
-        # As `evaluate` refuses one-class files: a calibrator learned from one class
-        # would be a constant, and the held-out errors are undefined.
+    if present.size < 2 and privacy.regime == "exact":
+        # Without DP the labels are not protected, so saying so leaks nothing: a calibrator
+        # learned from one class would be a constant. Under DP this refusal would depend on
+        # the data (neighbouring files would give output versus an error), so the release
+        # runs and its noisy result says what it can.
         only = present[0] if present.size else "none"
         raise CLIError(
             f"every example in {args.file} has label {only}: calibration needs examples of "
@@ -651,6 +660,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             "method": args.method,
             "applied": bool(applied),
             "heldout": heldout,
+            "heldout_note": (
+                "simulation check: exact metrics of the held-out clients, computed from their "
+                "data, not covered by the privacy receipt"
+            ),
             "receipt": cal.receipt,
             "report": {k: str(v) for k, v in paths.items()},
             # Kept at the top level too, as before: the written files.
@@ -660,9 +673,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         print(
             f"{describe_facts(public_facts(fed, [privacy]))}\n"
-            f"calibrated by {args.method} on {train.n_clients:,} clients, "
-            f"checked on {test.n_clients:,} held-out clients"
-            + ("" if applied else " (declined: the identity map was kept)")
+            + (
+                f"calibrated by {args.method}"
+                if applied
+                else f"{args.method} declined: the identity map was kept"
+            )
+            + f" on the clients not held out ({privacy.describe()})"
+        )
+        print(
+            f"simulation check on a held-out {args.test_fraction:g} of the clients: EXACT "
+            "held-out metrics, computed here from the held-out data, not covered by the "
+            "privacy receipt"
         )
         print(f"{'held-out':>14}  {'top-label ECE':>17}  {'classwise ECE':>17}  {'NLL':>17}")
         for name in ("before", "after"):
@@ -849,7 +870,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="thresholds for precision/recall/FPR/accuracy",
     )
     _add_common_output(demo, "fedeval-report")
-    demo.set_defaults(func=cmd_demo, seed=0)
+    demo.set_defaults(func=cmd_demo)
 
     ev = sub.add_parser(
         "evaluate",

@@ -8,11 +8,12 @@ Public inputs
 -------------
 Everything :func:`evaluate` publishes depends on the data only through the
 noisy release. The parameters of the release (height, buckets, quantiles) are
-chosen from public inputs only (:func:`fedeval.planning.public_example_count`): the number of
-participating clients, the number of examples when the privacy model makes it
-public or adds no noise, or a number the caller declares. Under differential
-privacy there is no refusal that depends on the data: a class that is empty,
-or small against the noise, gives NaN or noisy metrics and a warning.
+chosen from public inputs only (:mod:`fedeval.public_facts`): facts the caller
+declares (:class:`fedeval.Public`), counts the privacy model makes public, or
+else a noisy count of the examples released first with a small share of the
+budget. Under differential privacy there is no refusal that depends on the
+data: a class that is empty, or small against the noise, gives NaN or noisy
+metrics and a warning.
 """
 
 from __future__ import annotations
@@ -47,12 +48,13 @@ from fedeval.metrics.precision_recall import (
 from fedeval.metrics.quantile_ecdf import Interpolation
 from fedeval.metrics.roc import CurveMethod, roc_curve
 from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
-from fedeval.planning import Plan, plan, public_example_count
+from fedeval.planning import Plan, plan
 from fedeval.postprocess.bootstrap import bootstrap_values
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.privacy.receipt import Receipt, ReceiptAccessors
+from fedeval.privacy.receipt import Receipt, ReceiptAccessors, compose
 from fedeval.privacy.sampling import uniform_seed
+from fedeval.public_facts import Public, planning_size
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec, LevelBudget, layout_of
@@ -83,8 +85,9 @@ class Evaluation(ReceiptAccessors):
     parameters : dict
         Height, branching, buckets, quantiles, interpolation, PR strategy,
         whether each was chosen by the planner, and the public inputs the
-        planner used: ``"n_clients"``, ``"n_examples"`` (None unless the number
-        of examples is public, see :func:`fedeval.planning.public_example_count`) and
+        planner used: ``"n_clients"`` and ``"n_examples"`` (None unless public
+        or declared, see :mod:`fedeval.public_facts`), ``"n_examples_released"``
+        (the noisy count planned from, when one was released) and
         ``"public_inputs"`` (where each came from).
     plan : Plan
         The planner's choices from the same public inputs.
@@ -106,11 +109,15 @@ class Evaluation(ReceiptAccessors):
     plan: Plan
     bootstrap_replicates: int = 200
     _bootstrap_seed: int = field(default=0, repr=False)
+    count_receipt: Receipt | None = field(default=None, repr=False)
 
     # --------------------------------------------------------------- privacy
-    @property
+    @cached_property
     def receipt(self) -> Receipt:
-        return self.tree.receipt
+        """The receipt of the release, composed with the noisy count it was planned from."""
+        if self.count_receipt is None:
+            return self.tree.receipt
+        return compose([self.count_receipt, self.tree.receipt], "binary evaluation")
 
     @property
     def n_positives(self) -> float:
@@ -478,7 +485,7 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
 def resolve_parameters(
     privacy: PrivacyModel,
     *,
-    n_clients: int,
+    n_clients: int | None,
     n_examples: int | None = None,
     n_examples_source: str | None = None,
     height: int | None = None,
@@ -502,12 +509,13 @@ def resolve_parameters(
     Parameters
     ----------
     privacy : privacy model
-    n_clients : int
-        The number of participating clients (public).
+    n_clients : int or None
+        The number of participating clients when public (see
+        :mod:`fedeval.public_facts`), else None.
     n_examples : int, optional
-        A *public* number of examples (see :func:`fedeval.planning.public_example_count`), or a
-        count decoded from a release; None plans from ``n_clients``. It is
-        published in the parameters, so never pass an exact private count.
+        A *public* number of examples, or a count decoded from a release;
+        None plans from ``n_clients``. It is published in the parameters, so
+        never pass an exact private count.
     n_examples_source : str, optional
         Where ``n_examples`` came from, in words, for ``parameters["public_inputs"]``.
     height, branching, n_buckets, n_quantiles, interpolation, pr_strategy, auc_buckets, level_budget, path, curve, level, standard_errors
@@ -523,6 +531,11 @@ def resolve_parameters(
     -----
     Public inputs: ``n_clients`` and ``n_examples`` (when given) are published
     in the parameters and decide the height, buckets and quantiles.
+
+    Raises
+    ------
+    ValueError
+        A bad parameter, or one that does nothing for the chosen curve.
     """
     chosen = plan(privacy, n_clients=n_clients, n_examples=n_examples, branching=branching)
     if n_examples_source is None:
@@ -589,6 +602,7 @@ def evaluate(
     fed: Federation | Scan,
     privacy: PrivacyModel,
     *,
+    public: Public | None = None,
     n_examples: int | None = None,
     height: int | None = None,
     branching: int = 2,
@@ -619,12 +633,12 @@ def evaluate(
         Binary or multiclass task in memory, or a binary task streamed
         (:func:`fedeval.scan`).
     privacy : SecureAggregation, DistributedDP, CentralDP or LocalDP
+    public : Public, optional
+        Facts declared public (the number of clients, of examples, the score
+        domain): used to plan and published as given (:mod:`fedeval.public_facts`).
     n_examples : int, optional
-        A number of examples the caller declares public (a published size or
-        a public bound), used only to choose the parameters and published with
-        them. Without it the true count is used only where the privacy model
-        makes it public (see Notes), and otherwise the parameters are planned
-        from the number of clients.
+        Shorthand for ``public=Public(n_examples=...)``: a number of examples
+        the caller declares public (a published size or a public bound).
     height, n_buckets, n_quantiles : int, optional
         Chosen by :func:`fedeval.plan` unless given.
     branching : int
@@ -681,24 +695,23 @@ def evaluate(
     everything else is post-processing.
 
     Public inputs (what the parameters, the plan, the summary, the receipt
-    and the report may depend on besides the noisy release):
+    and the report may depend on besides the noisy release), decided by
+    :func:`fedeval.public_facts.public_counts`:
 
     * the score domain ``fed.score_range`` and the parameters given here;
-    * the number of participating clients ``fed.n_clients`` (public in
-      federated learning; the guarantees list it; neighbouring datasets under
-      example-level DP are taken with the same clients). When every client
-      holds one example (``Federation.from_arrays(..., clients=None)``) this
-      is also the number of examples: which clients take part is then public,
-      and the guarantee protects each one's score and label;
-    * the number of examples ``fed.n_examples`` only when the model makes it
-      public (``privacy.example_count_public``: local DP, replacement of one
-      example) or adds no noise (secure aggregation), or the declared
-      ``n_examples``.
+    * declared facts (``public``, ``n_examples``);
+    * the number of participating clients only where neighbouring datasets
+      have the same clients (replacement of one unit's data) or the model
+      adds no noise; never under add/remove of a client, nor of an example
+      (a client may hold just that example);
+    * the number of examples only when the model makes it public
+      (``privacy.example_count_public``: local DP, replacement of one
+      example) or adds no noise.
 
-    Planning from a privately released count (a share of ε spent on the count
-    first) is not offered: it would split one release into two with their own
-    receipts; the release's own class totals are noisy counts, available after
-    it (:attr:`Evaluation.n_positives`).
+    When the parameters must be planned and no size is public, a noisy count
+    of the examples is released first with
+    :data:`~fedeval.public_facts.COUNT_SHARE` of ε, the hierarchy gets the
+    rest, and the receipt lists both (they compose to ε).
 
     Under differential privacy no exception depends on the data: a class that
     is empty gives NaN or noisy metrics with a warning. Format errors
@@ -730,7 +743,7 @@ def evaluate(
                 f"multiclass Federation ({fed.n_classes} classes); use "
                 "fedeval.evaluate_multiclass(fed, privacy, n_bins=..., ...) for its options"
             )
-        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger)
+        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger, public=public)
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     private = getattr(privacy, "regime", None) != "exact"
     if not private:
@@ -741,12 +754,25 @@ def evaluate(
             raise ValueError(
                 f"all {fed.n_examples} examples are {only}: ROC AUC and curves are undefined"
             )
-    m_public, source = public_example_count(privacy, fed.n_examples, declared=n_examples)
+    pub = public or Public()
+    if n_examples is not None:
+        if pub.n_examples is not None and pub.n_examples != n_examples:
+            raise ValueError("n_examples disagrees with public.n_examples; declare one")
+        pub = Public(pub.n_clients, n_examples, pub.score_range)
+    pub.check_domain(fed)
+    gen = as_generator(rng)
+    planned = (
+        height is None
+        or (curve == "quantile" and n_quantiles is None)
+        or (auc_buckets != "dense" and n_buckets is None)
+    )
+    size = planning_size(
+        fed, privacy, public=pub, needed=planned, path=path, rng=gen, ledger=ledger
+    )
     chosen, params = resolve_parameters(
-        privacy,
-        n_clients=fed.n_clients,
-        n_examples=m_public,
-        n_examples_source=source,
+        size.remaining,
+        n_clients=size.n_clients,
+        n_examples=size.n_examples,
         height=height,
         branching=branching,
         n_buckets=n_buckets,
@@ -760,13 +786,15 @@ def evaluate(
         level=level,
         standard_errors=standard_errors,
     )
-    gen = as_generator(rng)
+    for key in ("n_clients", "n_examples", "public_inputs"):
+        params.pop(key, None)
+    params.update(size.parameters())
     sketch = HierarchySketch(HierarchySpec(params["height"], branching, fed.score_range, 2))
     tree = (
         release(
             fed,
             sketch,
-            privacy,
+            size.remaining,
             layout=layout_of(level_budget),
             path=path,
             rng=gen,
@@ -776,7 +804,7 @@ def evaluate(
         .consistent()
     )
     seed = uniform_seed(gen)
-    ev = Evaluation(tree, params, chosen, bootstrap_replicates, seed)
+    ev = Evaluation(tree, params, chosen, bootstrap_replicates, seed, size.receipt)
     if private:
         _warn_if_unreliable(ev, stacklevel=3)
     return ev

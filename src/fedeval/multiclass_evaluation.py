@@ -72,6 +72,7 @@ from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt, ReceiptAccessors
 from fedeval.privacy.sensitivity import Layout
+from fedeval.public_facts import Public, public_counts
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.multiclass import MulticlassCounts, MulticlassSketch
 from fedeval.validation import check_int_at_least
@@ -613,6 +614,7 @@ def evaluate_multiclass(
     path: Path = "fast",
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
+    public: Public | None = None,
 ) -> MulticlassEvaluation:
     """Evaluate a multiclass classifier on federated probabilities or logits, privately.
 
@@ -640,6 +642,9 @@ def evaluate_multiclass(
     rng : int, Generator or None
     ledger : BudgetLedger, optional
         Charged once, before any noise, for the one release.
+    public : Public, optional
+        Declared public facts; only public counts are published
+        (:mod:`fedeval.public_facts`).
 
     Returns
     -------
@@ -680,7 +685,11 @@ def evaluate_multiclass(
         layout=layout,
         path=path,
     )
-    params["n_clients"] = fed.n_clients
+    pub = public or Public()
+    pub.check_domain(fed)
+    counts = public_counts(privacy, fed, pub)
+    params["n_clients"] = counts.n_clients  # None unless public (never the exact private count)
+    params["public_inputs"]["n_clients"] = counts.n_clients_source
     sketch = MulticlassSketch(
         fed.n_classes,
         params["n_bins"],

@@ -79,11 +79,12 @@ class Plan:
         The privacy model in words.
     regime : {"exact", "central", "local"}
         The model's noise regime, which the planning rules depend on.
-    n_clients : int
-        The number of participating clients (a public input).
+    n_clients : int or None
+        The number of participating clients, when it is a public input.
     n_examples : int
-        M of the rules and predictions: the public number of examples given
-        to :func:`plan`, or ``n_clients`` when none was given (a note says so).
+        M of the rules and predictions: the public (or privately released)
+        number of examples given to :func:`plan`, or ``n_clients`` when none
+        was given (a note says so).
     epsilon : float
     height, branching : int
         Of the released hierarchy.
@@ -105,7 +106,7 @@ class Plan:
 
     privacy: str
     regime: Regime
-    n_clients: int
+    n_clients: int | None
     n_examples: int
     epsilon: float
     height: int
@@ -140,7 +141,7 @@ class Plan:
 def plan(
     privacy: PrivacyModel | str = "distdp",
     *,
-    n_clients: int,
+    n_clients: int | None = None,
     epsilon: float | None = None,
     n_examples: int | None = None,
     branching: int = 2,
@@ -153,9 +154,10 @@ def plan(
     privacy : privacy model or str
         The model of the release (its regime decides the rules below), or a
         short name ("sa", "distdp", "ldp", ...) together with ``epsilon``.
-    n_clients : int
+    n_clients : int, optional
         The number of participating clients, a public input; M in the papers
-        (one example per client) unless ``n_examples`` is given.
+        (one example per client) unless ``n_examples`` is given. At least one
+        of ``n_clients`` and ``n_examples`` is required.
     epsilon : float, optional
         Only with a short name: the privacy budget of the release.
     n_examples : int, optional
@@ -195,11 +197,15 @@ def plan(
     * Quantiles: Q = b^(h−2) (Xu–Cormode §3.2: h = ceil(log_b Q) + c, c = 2), at most 1024.
     * Calibration bins: B ∝ M^{1/3} (Theorem 7/8 DistDP), B = sqrt(ε sqrt(M)) for LDP (Theorem 8).
     """
-    m_clients = check_int_at_least(n_clients, 1, name="n_clients")
+    if n_clients is None and n_examples is None:
+        raise ValueError(
+            "plan needs a public size: n_clients (the participating clients) or n_examples"
+        )
+    m_clients = None if n_clients is None else check_int_at_least(n_clients, 1, name="n_clients")
     m = (
         check_int_at_least(n_examples, 1, name="n_examples")
         if n_examples is not None
-        else m_clients
+        else int(m_clients or 1)
     )
     b = check_int_at_least(branching, 2, name="branching")
     m_given = n_examples is not None

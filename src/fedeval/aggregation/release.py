@@ -19,8 +19,10 @@ parts at once with :func:`reserve` and then release each with its
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -36,19 +38,21 @@ from fedeval.aggregation.paths import (
     sum_vectors,
 )
 from fedeval.data import Federation, Scan
-from fedeval.privacy.ledger import BudgetLedger
+from fedeval.exceptions import SeededRandomnessWarning
+from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt, ReceiptAccessors
 from fedeval.privacy.sampling import assign_groups
 from fedeval.privacy.sensitivity import Layout
-from fedeval.randomness import RNGLike, as_generator
+from fedeval.randomness import RNGLike, as_generator, randomness_kind, randomness_statement
 from fedeval.sketches.base import Sketch
 
 __all__ = [
     "Release",
     "Reservation",
     "charge",
+    "draw_from",
     "finish_reports",
     "finish_sum",
     "in_value_units",
@@ -160,20 +164,53 @@ def _sensitivity_of(sketch: Sketch, mech: Mechanism) -> dict[str, Any]:
     ).as_dict()
 
 
+def draw_from(
+    mech: Mechanism, gen: np.random.Generator, ledger: BudgetLedger | None = None
+) -> Mechanism:
+    """The mechanism with its receipt saying where its random bits come from, and its scope.
+
+    Every release that draws noise passes through here, right before it
+    draws. A seeded generator under differential privacy warns
+    (:class:`~fedeval.exceptions.SeededRandomnessWarning`): the noise is a
+    function of the seed, so whoever knows the seed can subtract it.
+    """
+    if mech.exact:
+        return mech if ledger is None or not ledger.scope else replace(mech, scope=ledger.scope)
+    if randomness_kind(gen) == "seeded":
+        warnings.warn(
+            "a differentially private release drew its noise from an integer seed: "
+            "reproducible for simulation, but anyone who knows the seed can subtract the "
+            "noise (its receipt says so); pass rng=None for fresh OS entropy",
+            SeededRandomnessWarning,
+            stacklevel=4,
+        )
+    scope = mech.scope if ledger is None or not ledger.scope else ledger.scope
+    return replace(mech, randomness=randomness_statement(gen), scope=scope)
+
+
 def charge(ledger: BudgetLedger | None, mechanisms: Sequence[Mechanism]) -> None:
     """Charge the mechanisms' entries atomically (before any noise is drawn).
 
-    Without a ledger, the entries are checked against a fresh ledger holding
-    the model's own budget, so a release never claims more than its model.
+    Without a ledger (a one-call release) the entries are checked against the
+    models' own budgets, by basic composition of their standalone (ε, δ): a
+    release never claims more than its model. With a ledger they are charged
+    to its privacy filter.
     """
     entries = [e for m in mechanisms for e in m.ledger_entries]
     if not entries:
         return
-    if ledger is None:
-        total_eps = sum(float(m.model.epsilon) for m in mechanisms)
-        total_delta = sum(float(getattr(m.model, "delta", 0.0) or 0.0) for m in mechanisms)
-        ledger = BudgetLedger(total_eps, min(total_delta, 0.999999))
-    ledger.charge_all(entries)
+    if ledger is not None:
+        ledger.charge_all(entries)
+        return
+    eps = math.fsum(e.epsilon for e in entries)
+    dlt = math.fsum(e.delta for e in entries)
+    total_eps = math.fsum(float(m.model.epsilon) for m in mechanisms)
+    total_delta = math.fsum(float(getattr(m.model, "delta", 0.0) or 0.0) for m in mechanisms)
+    if eps > total_eps * (1 + 1e-9) + 1e-9 or dlt > total_delta * (1 + 1e-9) + 1e-15:
+        raise BudgetExceededError(
+            f"the release would state ε={eps:.4g}, δ={dlt:.3g}, more than its model's "
+            f"ε={total_eps:.4g}, δ={total_delta:.3g}"
+        )
 
 
 def reserve(
@@ -204,6 +241,8 @@ def reserve(
         for privacy, sketch in requests
     ]
     charge(ledger, mechs)
+    if ledger is not None and ledger.scope:
+        mechs = [replace(m, scope=ledger.scope) for m in mechs]
     return [
         Reservation(
             m,
@@ -277,7 +316,7 @@ def release(
             privacy, sketch, n_clients=source.n_clients, layout=layout, min_received=min_received
         )
         charge(ledger, [mech])
-    return run(source, sketch, mech, path=path, rng=gen)
+    return run(source, sketch, draw_from(mech, gen, ledger), path=path, rng=gen)
 
 
 def run(

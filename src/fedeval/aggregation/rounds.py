@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.aggregation.release import Release, charge, in_value_units
+from fedeval.aggregation.release import Release, charge, draw_from, in_value_units
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
@@ -75,6 +75,7 @@ class Rounds:
         )
         charge(ledger, [self.mechanism])
         self._gen = as_generator(rng)
+        self.mechanism = draw_from(self.mechanism, self._gen, ledger)
         self.rounds_done = 0
         self.participations = 0
 

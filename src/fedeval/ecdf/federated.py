@@ -40,6 +40,7 @@ from fedeval.ecdf.release import PrivateECDF, ecdf_model, public_total
 from fedeval.privacy.guarantee import Neighbouring
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
+from fedeval.public_facts import client_count_public
 from fedeval.randomness import RNGLike
 from fedeval.sketches.prefix_tree import PrefixTreeSketch
 
@@ -67,12 +68,14 @@ class FederatedECDF:
     ----------
     snapshot : PrivateECDF
         The release at every grid point.
-    n_clients : int
+    n_clients : int or None
+        The number of participating clients when it is public under the
+        privacy model (:func:`fedeval.public_facts.client_count_public`), else None.
     path : {"fast", "faithful"}
     """
 
     snapshot: PrivateECDF
-    n_clients: int
+    n_clients: int | None
     path: Path
 
     @property
@@ -91,13 +94,18 @@ class FederatedECDF:
         s = self.snapshot
         return replace(s, grid=s.grid[pos], counts=s.counts[pos], indices=s.indices[pos])
 
-    def cost(self, n_points_queried: int) -> dict[str, int]:
-        """Communication (integers sent): one upload of N per client; queries send nothing."""
+    def cost(self, n_points_queried: int, n_clients: int | None = None) -> dict[str, int | None]:
+        """Communication (integers sent): one upload of N per client; queries send nothing.
+
+        ``n_clients`` defaults to the public count; the totals are None when
+        no count is public or given (a planning figure, not a release).
+        """
         n = int(self.snapshot.n_tree_points)
+        k = self.n_clients if n_clients is None else int(n_clients)
         return {
-            "client_uploads": self.n_clients,
+            "client_uploads": k,
             "integers_per_client": n,
-            "integers_total": self.n_clients * n,
+            "integers_total": None if k is None else k * n,
             "clients_online_per_query": 0,
         }
 
@@ -162,4 +170,4 @@ def federated_ecdf(
     total = public_total(model, fed.n_examples)
     sketch = PrefixTreeSketch(g, "at_most", total=total)
     snapshot: PrivateECDF = release(fed, sketch, model, path=path, rng=rng, ledger=ledger).decode()
-    return FederatedECDF(snapshot, fed.n_clients, path)
+    return FederatedECDF(snapshot, fed.n_clients if client_count_public(model) else None, path)

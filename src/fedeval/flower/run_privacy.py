@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from fedeval.aggregation.release import charge
@@ -28,12 +27,9 @@ from fedeval.privacy.guarantee import Guarantee, Neighbouring, PrivacyUnit
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.models import PrivacyModel, model_label, model_to_dict
-from fedeval.privacy.receipt import Receipt
+from fedeval.privacy.receipt import Receipt, entry_as_dict
 
-__all__ = ["NO_DELTA_BUDGET", "charge_run", "check_run", "ledger_record"]
-
-NO_DELTA_BUDGET = 1.0 - 1e-12
-"""δ total of a run ledger when the operator declared none (a ledger needs δ < 1)."""
+__all__ = ["charge_run", "check_run", "ledger_record"]
 
 
 def _probe(model: PrivacyModel, *, plaintext_shares: bool = False) -> Mechanism:
@@ -151,7 +147,8 @@ def charge_run(
         Each setting's mechanism as it will be released (for sums:
         :func:`~fedeval.flower.decode.release_mechanism` with every share).
     total_epsilon, total_delta : float, optional
-        The run's budget; without one the ledger records what is spent.
+        The run's budget; without one the ledger records what is spent
+        (without a δ budget it reads basic composition of the settings).
 
     Returns
     -------
@@ -164,7 +161,8 @@ def charge_run(
     """
     ledger = BudgetLedger(
         math.inf if total_epsilon is None else float(total_epsilon),
-        NO_DELTA_BUDGET if total_delta is None else float(total_delta),
+        0.0 if total_delta is None else float(total_delta),
+        delta_declared=total_delta is not None,
     )
     charge(ledger, list(mechanisms.values()))
     return ledger
@@ -230,10 +228,10 @@ def ledger_record(ledger: BudgetLedger, receipts: Mapping[str, Receipt]) -> dict
             "budget_epsilon": (
                 ledger.total_epsilon if math.isfinite(ledger.total_epsilon) else None
             ),
-            "budget_delta": None if ledger.total_delta == NO_DELTA_BUDGET else ledger.total_delta,
+            "budget_delta": ledger.total_delta if ledger.delta_declared else None,
             "spent_epsilon": ledger.spent_epsilon,
             "spent_delta": ledger.spent_delta,
-            "entries": [asdict(e) for e in ledger.entries],
+            "entries": [entry_as_dict(e) for e in ledger.entries],
         },
         "exact_release": warning,
     }

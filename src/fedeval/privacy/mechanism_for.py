@@ -34,12 +34,18 @@ and a sketch that is not integer is refused under every noisy model.
 from __future__ import annotations
 
 import functools
-import logging
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-from fedeval.privacy.accounting import calibrate_noise_multiplier, gaussian_rounds_epsilon
+import numpy as np
+
+from fedeval.privacy.accounting import (
+    RDP_ORDERS,
+    calibrate_noise_multiplier,
+    gaussian_rounds_epsilon,
+    gaussian_rounds_rdp,
+)
 from fedeval.privacy.guarantee import Guarantee, Neighbouring, PrivacyUnit
 from fedeval.privacy.ledger import LedgerEntry
 from fedeval.privacy.mechanisms.discrete_gaussian import DiscreteGaussian
@@ -67,7 +73,7 @@ from fedeval.privacy.noise import (
     SkellamShareNoise,
     shares_needed,
 )
-from fedeval.privacy.receipt import Receipt
+from fedeval.privacy.receipt import SCOPE_ONE_RELEASE, Receipt
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 from fedeval.validation import check_int_at_least, check_probability
 
@@ -147,6 +153,9 @@ class Mechanism:
     norm : {"l1", "l2"} or None
         Which sensitivity (and weights) the noise was calibrated to: L1 for
         pure-ε noise, L2 for Gaussian and Skellam noise.
+    randomness, scope : str
+        For the receipt: where the noise's bits come from (stamped by the
+        release function), and what the guarantee covers.
     """
 
     model: Any
@@ -167,6 +176,8 @@ class Mechanism:
     sampling_rate: float = 1.0
     target: Guarantee | None = None
     norm: Literal["l1", "l2"] | None = None
+    randomness: str = ""
+    scope: str = SCOPE_ONE_RELEASE
 
     @property
     def exact(self) -> bool:
@@ -180,7 +191,13 @@ class Mechanism:
             sens = self.sensitivity.as_dict()
             sens["calibrated_on"] = self.norm
         return Receipt(
-            self.model.describe(), self.guarantee, self.ledger_entries, self.description, sens
+            self.model.describe(),
+            self.guarantee,
+            self.ledger_entries,
+            self.description,
+            sens,
+            self.randomness,
+            self.scope,
         )
 
     def oracle(self, n_bins: int) -> OptimalUnaryEncoding | RandomizedResponseOracle:
@@ -432,6 +449,7 @@ def _distributed(
                 model.delta_or_zero,
                 model.unit,
                 {"noise": "skellam", "l1_sensitivity": sens.l1, "l2_sensitivity": sens.l2},
+                rdp=_skellam_curve(calibrated.mu, sens.l1, sens.l2),
             ),
         )
     else:
@@ -597,6 +615,7 @@ def _label(model: LabelDP, sketch: SensitiveSketch, n: int) -> Mechanism:
     )
     _require_integer(sketch, sens, "LabelDP")
     noise: CentralNoise
+    unit_sigma = math.nan
     if model.noise == "laplace":
         w = 1.0 if sens.l1_weights is None else sens.l1_weights
         noise = CentralNoise("discrete_laplace", w * sens.l1 / model.epsilon, by="each label party")
@@ -624,6 +643,7 @@ def _label(model: LabelDP, sketch: SensitiveSketch, n: int) -> Mechanism:
                 model.delta_or_zero,
                 "label",
                 {"noise": "discrete_gaussian", "l2_sensitivity": sens.l2},
+                rho=1.0 / (2.0 * unit_sigma**2),
             ),
         )
     )
@@ -666,8 +686,9 @@ def _user_level(
     noise = CentralNoise("discrete_gaussian", w * sens.l2 * z, by="the aggregator, every round")
     statement = (
         f"{rounds} round(s) of Poisson-subsampled (rate {sampling_rate:.3g}) discrete Gaussian "
-        f"releases of the {sketch.name}, noise multiplier {z:.4g}; {sens.derivation}; RDP "
-        "accounting of the Poisson-subsampled Gaussian mechanism (dp-accounting). Assumes the "
+        f"releases of the {sketch.name}, noise multiplier {z:.4g}; {sens.derivation}; the "
+        "tighter of PLD and RDP accounting of the Poisson-subsampled Gaussian mechanism "
+        "(dp-accounting; in a program the rounds compose by their RDP curve). Assumes the "
         "discrete Gaussian on integer sums is at least as private as the continuous one of the "
         "same σ under subsampling: its Rényi divergences for integer shifts are at most the "
         "continuous ones (Canonne, Kamath & Steinke 2020), the subsampled bound is taken to "
@@ -698,6 +719,10 @@ def _user_level(
                     "rounds": rounds,
                     "sampling_rate": sampling_rate,
                 },
+                # q = 1: T discrete Gaussian releases of multiplier z are T/(2z²)-zCDP
+                # (Canonne, Kamath & Steinke 2020); subsampled, only the Rényi curve.
+                rho=rounds / (2.0 * z * z) if sampling_rate == 1.0 else None,
+                rdp=_rounds_curve(z, rounds, sampling_rate),
             ),
         ),
         description=(
@@ -790,23 +815,35 @@ def _as_int(value: float, sketch: SensitiveSketch) -> int:
     return round(value)
 
 
+def _skellam_curve(mu: float, l1: float, l2: float) -> tuple[float, ...]:
+    """The Skellam release's RDP at RDP_ORDERS: Agarwal et al.'s bound at integer orders.
+
+    Their Theorem 3.5 holds for integer α; at a fractional order the curve is
+    recorded as ∞ (a valid, if useless, bound), so the filter uses the others.
+    """
+    from fedeval.privacy.mechanisms.skellam import skellam_rdp
+
+    a = np.asarray(RDP_ORDERS, dtype=np.float64)
+    integer = a == np.round(a)
+    out = np.full(a.shape, np.inf)
+    out[integer] = skellam_rdp(a[integer].astype(np.int64), mu, l1, l2)
+    return tuple(float(x) for x in out)
+
+
+@functools.lru_cache(maxsize=256)
+def _rounds_curve(z: float, rounds: int, sampling_rate: float) -> tuple[float, ...]:
+    """RDP of the user-level rounds at RDP_ORDERS (cached: a function of public inputs)."""
+    return tuple(float(x) for x in gaussian_rounds_rdp(z, rounds, sampling_rate))
+
+
 @functools.lru_cache(maxsize=256)
 def _calibrated_multiplier(
     epsilon: float, delta: float, rounds: int, sampling_rate: float
 ) -> tuple[float, float]:
     """(z, ε actually spent): the smallest noise multiplier meeting (ε, δ) over the rounds.
 
-    A pure function of public parameters whose bisection costs seconds, so it
-    is cached. dp-accounting logs a warning for every RDP order whose series
-    does not converge (it then drops that order, which only loosens ε):
-    silenced here.
+    A pure function of public parameters whose search costs about a second, so
+    it is cached for the process.
     """
-    absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
-    absl_logger.setLevel(logging.ERROR)
-    try:
-        z = calibrate_noise_multiplier(epsilon, delta, rounds, sampling_rate)
-        eps = gaussian_rounds_epsilon(z, rounds, sampling_rate, delta)
-    finally:
-        absl_logger.setLevel(level)
-    return z, eps
+    z = calibrate_noise_multiplier(epsilon, delta, rounds, sampling_rate)
+    return z, gaussian_rounds_epsilon(z, rounds, sampling_rate, delta)

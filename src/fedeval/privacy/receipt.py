@@ -16,7 +16,20 @@ from typing import Any, Protocol
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
 
-__all__ = ["Receipt", "ReceiptAccessors", "compose"]
+__all__ = ["SCOPE_ONE_RELEASE", "Receipt", "ReceiptAccessors", "compose", "entry_as_dict"]
+
+SCOPE_ONE_RELEASE = (
+    "this release alone: other releases on the same data compose with it (run them in one "
+    "fedeval.Context to have the total accounted)"
+)
+
+
+def entry_as_dict(entry: LedgerEntry) -> dict[str, Any]:
+    """A ledger entry as JSON-safe data (an infinite Rényi value becomes ``None``)."""
+    out = asdict(entry)
+    if out.get("rdp") is not None:
+        out["rdp"] = [x if math.isfinite(x) else None for x in out["rdp"]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,14 @@ class Receipt:
     sensitivity : dict
         The sensitivity the noise was calibrated to (L1/L2 in noise units, the
         contribution bound, the split over parts), as the release used it.
+    randomness : str
+        Where the noise's random bits came from
+        (:func:`fedeval.randomness.randomness_statement`): fresh OS entropy, or
+        a seed, in which case the release has no privacy against anyone who
+        knows it. Empty for a release without noise.
+    scope : str
+        What the guarantee covers: this release alone (a one-call function),
+        or its place in a :class:`fedeval.Context` program.
     """
 
     model: str
@@ -44,6 +65,13 @@ class Receipt:
     entries: tuple[LedgerEntry, ...] = ()
     mechanism: str = "none"
     sensitivity: dict[str, Any] = field(default_factory=dict)
+    randomness: str = ""
+    scope: str = SCOPE_ONE_RELEASE
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the noise came from a caller's seed (no privacy against its holder)."""
+        return self.randomness.startswith("seeded")
 
     @property
     def epsilon_spent(self) -> float:
@@ -89,7 +117,9 @@ class Receipt:
             "epsilon_spent": self.epsilon_spent,
             "delta_spent": self.delta_spent,
             "sensitivity": dict(self.sensitivity),
-            "entries": [asdict(e) for e in self.entries],
+            "entries": [entry_as_dict(e) for e in self.entries],
+            "randomness": self.randomness,
+            "scope": self.scope,
         }
 
     @classmethod
@@ -108,7 +138,18 @@ class Receipt:
             tuple(g.get("public_inputs", ())),
         )
         entries = tuple(
-            LedgerEntry(e["label"], e["epsilon"], e["delta"], e["unit"], dict(e.get("details", {})))
+            LedgerEntry(
+                e["label"],
+                e["epsilon"],
+                e["delta"],
+                e["unit"],
+                dict(e.get("details", {})),
+                rho=e.get("rho"),
+                rdp=None
+                if e.get("rdp") is None
+                else tuple(math.inf if x is None else float(x) for x in e["rdp"]),
+                failure_delta=float(e.get("failure_delta", 0.0)),
+            )
             for e in data.get("entries", ())
         )
         return cls(
@@ -117,6 +158,8 @@ class Receipt:
             entries,
             str(data.get("mechanism", "none")),
             dict(data.get("sensitivity", {})),
+            str(data.get("randomness", "")),
+            str(data.get("scope", SCOPE_ONE_RELEASE)),
         )
 
 
@@ -180,4 +223,14 @@ def compose(receipts: list[Receipt], what: str) -> Receipt:
     public = tuple(dict.fromkeys(p for r in receipts for p in r.guarantee.public))
     guarantee = Guarantee(eps, delta, first.unit, statement, first.neighbouring, public)
     entries = tuple(e for r in receipts for e in r.entries)
-    return Receipt(receipts[0].model, guarantee, entries, "; ".join(r.mechanism for r in receipts))
+    randomness = "; ".join(dict.fromkeys(r.randomness for r in receipts if r.randomness))
+    if any(r.seeded for r in receipts) and not randomness.startswith("seeded"):
+        randomness = "seeded (in part): " + randomness
+    return Receipt(
+        receipts[0].model,
+        guarantee,
+        entries,
+        "; ".join(r.mechanism for r in receipts),
+        randomness=randomness,
+        scope=receipts[0].scope,
+    )

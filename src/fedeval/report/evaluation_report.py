@@ -519,4 +519,9 @@ def _public_inputs(ev: Evaluation, count_public: bool = True) -> str:
     m = p.get("n_examples")
     source = p.get("public_inputs", {}).get("n_examples", "")
     examples = f"{m:,} examples ({source})" if m is not None else f"number of examples {source}"
-    return f"{p.get('n_clients'):,} participating clients; {examples}"
+    k = p.get("n_clients")
+    clients = f"{k:,} participating clients" if k is not None else "number of clients not public"
+    released = p.get("n_examples_released")
+    if released is not None:
+        examples += f"; planned from a released noisy count ≈ {released:,.0f}"
+    return f"{clients}; {examples}"

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from fedeval.aggregation.release import Release
     from fedeval.data import Federation
 
-__all__ = ["ClientCountSketch"]
+__all__ = ["ClientCountSketch", "ExampleCountSketch"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +86,72 @@ class ClientCountSketch(Sketch):
     def encode_clients(self, fed: Federation, clients: NDArray[np.intp] | None = None) -> Any:
         n = fed.n_clients if clients is None else int(np.asarray(clients).size)
         return np.array([n], dtype=np.int64)
+
+    def decode(self, release: Release) -> float:
+        """The released (noisy) count."""
+        return float(release.values[0])
+
+
+@dataclass(frozen=True, eq=False)
+class ExampleCountSketch(Sketch):
+    """One coordinate: the number of examples (every example adds 1).
+
+    Released with a small share of a budget when a procedure must choose its
+    parameters from the size of the data and no size is public
+    (:func:`fedeval.public_facts.planning_size`). One-hot (every example
+    reports the one item), linear, and bounded per example (1) or per client
+    (its contribution bound B), so every count-releasing model can release it.
+    """
+
+    name = "example count"
+    one_hot = True
+    reads_clients = False
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        return (Part("examples", 1),)
+
+    def sensitivity(
+        self,
+        *,
+        unit: PrivacyUnit,
+        neighbouring: Neighbouring,
+        examples_per_unit: int,
+        layout: Layout,
+    ) -> Sensitivity:
+        if unit not in ("client", "example"):
+            raise ValueError(f"the example count has no sensitivity per {unit!r}")
+        # Replacing a unit's data keeps the count when the unit is one example; a client
+        # replaced by another of up to B examples moves it by up to B.
+        b = float(examples_per_unit)
+        l1 = 0.0 if (neighbouring == "replace" and unit == "example") else b
+        l1 = max(l1, 1.0)  # the noise needs a positive scale; 1 is a safe bound
+        return Sensitivity(
+            unit,
+            neighbouring,
+            l1,
+            l1,
+            (Part("examples", 1, 1.0, l1, l1),),
+            integer=True,
+            examples_per_unit=examples_per_unit,
+            derivation=(f"every example adds 1, so one {unit} changes the count by at most {l1:g}"),
+        )
+
+    def encode(
+        self,
+        scores: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        clients: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        return np.array([np.asarray(scores).shape[0]], dtype=np.int64)
+
+    def items(
+        self,
+        scores: NDArray[np.float64],
+        labels: NDArray[np.int64],
+        part_of_example: NDArray[np.int64],
+    ) -> NDArray[np.int64]:
+        return np.zeros(np.asarray(scores).shape[0], dtype=np.int64)
 
     def decode(self, release: Release) -> float:
         """The released (noisy) count."""
