@@ -243,9 +243,17 @@ def test_evaluate_under_dp_prints_only_public_facts(
     assert main([*base, "--privacy", "distdp", "--epsilon", "1", *extra]) == 0
     out = capsys.readouterr().out
     assert not _mentions_a_private_count(out), out
+    # Issue 24: under add/remove DP the number of clients is not public either...
+    assert not re.search(rf"(?<![\d.]){N_CLIENTS_PUBLIC}(?![\d.])", out), out
+    # ...unless declared: then it is used and shown as given.
+    base[base.index(str(tmp_path / "rep"))] = str(tmp_path / "rep-declared")
+    declared = ["--public-clients", str(N_CLIENTS_PUBLIC)]
+    assert main([*base, "--privacy", "distdp", "--epsilon", "1", *declared, *extra]) == 0
+    out = capsys.readouterr().out
+    assert not _mentions_a_private_count(out), out
     assert str(N_CLIENTS_PUBLIC) in out
     # Without DP (secure aggregation) the count is no secret and is shown.
-    base[base.index(str(tmp_path / "rep"))] = str(tmp_path / "rep-sa")
+    base[base.index(str(tmp_path / "rep-declared"))] = str(tmp_path / "rep-sa")
     assert main([*base, "--privacy", "sa", *extra]) == 0
     assert str(N_PRIVATE) in capsys.readouterr().out.replace(",", "")
 

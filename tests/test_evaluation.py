@@ -109,7 +109,9 @@ def test_one_release_one_charge(generated: tuple[np.ndarray, np.ndarray]) -> Non
     )
     _ = ev.roc_auc, ev.roc_curve(), ev.precision_recall_curve(), ev.at_threshold([0.2, 0.8])
     assert ledger.spent_epsilon == pytest.approx(1.0)
-    assert len(ledger.entries) == ev.parameters["height"]  # ε/h per level, visible
+    # A noisy count to plan from (no size is public here), then ε/h per level, visible.
+    assert ledger.entries[0].label.startswith("example count")
+    assert len(ledger.entries) == 1 + ev.parameters["height"]
     with pytest.raises(fe.BudgetExceededError):
         fe.evaluate(
             fe.Federation.from_arrays(s, y), fe.DistributedDP(epsilon=1.0), rng=0, ledger=ledger
@@ -190,19 +192,25 @@ def test_published_parameters_do_not_depend_on_the_private_example_count(
 ) -> None:
     """Issue 12, finding 1: 64 vs 65 examples changed the planned height from 4 to 5.
 
-    Under add/remove of one example the number of examples is private, so the
-    height, buckets, quantiles, the plan and the number of receipt rows (one per
-    level) must be the same for both; the number of clients (10) is public.
+    Under add/remove of one example neither the number of examples nor (issue 24)
+    the number of clients is public: the parameters are planned from a noisy
+    count released first. With the same seed the two noisy counts differ by the
+    true difference (the same noise), and the rest of what is published is the
+    same; neither exact count appears.
     """
     small, large = _clients_fed(64), _clients_fed(65)
     a = fe.evaluate(small, privacy, rng=0)
     b = fe.evaluate(large, privacy, rng=0)
-    assert a.parameters == b.parameters
-    assert a.plan == b.plan
+    noisy = ("n_examples_released", "n_examples_released_se")
+    assert b.parameters["n_examples_released"] - a.parameters["n_examples_released"] == 1.0
+    assert {k: v for k, v in a.parameters.items() if k not in noisy} == {
+        k: v for k, v in b.parameters.items() if k not in noisy
+    }
     assert len(a.privacy_receipt()) == len(b.privacy_receipt())
     assert a.parameters["n_examples"] is None
-    assert a.parameters["n_clients"] == 10
-    assert a.plan.n_examples == 10  # planned as if one example per client
+    assert a.parameters["n_clients"] is None
+    assert a.plan.n_clients is None
+    assert a.plan.n_examples == max(1, round(a.parameters["n_examples_released"]))
 
 
 def _mentions(text: str, number: int) -> bool:
@@ -245,7 +253,7 @@ def test_nothing_published_holds_the_exact_counts(privacy: Any, tmp_path: Any) -
             assert not _mentions(text, count), (count, text[:300])
     assert "clients" in json.dumps(ev.parameters["public_inputs"])
     assert "treated as public: " in paths["markdown"].read_text()
-    assert "13 participating clients" in paths["markdown"].read_text()
+    assert "number of clients not public" in paths["markdown"].read_text()
 
 
 @pytest.mark.parametrize(
@@ -271,7 +279,7 @@ def test_a_declared_example_count_is_a_public_input() -> None:
     fed = _clients_fed(300)
     privacy = fe.DistributedDP(1.0)
     ev = fe.evaluate(fed, privacy, n_examples=5000, rng=0, bootstrap_replicates=5)
-    assert ev.plan == fe.plan(privacy, n_clients=10, n_examples=5000)
+    assert ev.plan == fe.plan(privacy, n_examples=5000)
     assert ev.parameters["n_examples"] == 5000
     assert "declared" in ev.parameters["public_inputs"]["n_examples"]
     # Only a planning input: nothing is checked against the data (that would be a leak).

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "fedeval"
 #: import name -> distribution name, where they differ.
 DIST = {"sklearn": "scikit-learn", "dp_accounting": "dp-accounting", "yaml": "pyyaml"}
-OPTIONAL = {"flwr": "flower", "randomgen": "secure", "dask": "dask", "distributed": "dask"}
+OPTIONAL = {"flwr": "flower", "dask": "dask", "distributed": "dask"}
 
 
 def _declared() -> tuple[set[str], dict[str, set[str]]]:

@@ -123,10 +123,16 @@ def test_too_few_clients_is_an_error(n: int) -> None:
         fe.plan(n_clients=n, epsilon=1.0)
 
 
-@pytest.mark.parametrize("n", [1.5, "10", True, None])
+@pytest.mark.parametrize("n", [1.5, "10", True])
 def test_non_integer_clients_is_a_type_error(n: object) -> None:
     with pytest.raises(TypeError, match="n_clients"):
         fe.plan(n_clients=n, epsilon=1.0)  # type: ignore[arg-type]
+
+
+def test_a_plan_needs_a_public_size() -> None:
+    with pytest.raises(ValueError, match="public size"):
+        fe.plan("distdp", epsilon=1.0)
+    assert fe.plan("distdp", epsilon=1.0, n_examples=500).n_clients is None
 
 
 @pytest.mark.parametrize("eps", [0.0, -1.0, float("nan"), float("inf")])

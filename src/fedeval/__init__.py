@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval.context import Budget, Context, ProgramReceipt
     from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
     from fedeval.evaluation import Evaluation, evaluate
-    from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning
+    from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning, SmallDataWarning
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
     from fedeval.planning import Plan, plan
     from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
@@ -62,6 +62,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ProgramReceipt": ("fedeval.context", "ProgramReceipt"),
     "FedevalWarning": ("fedeval.exceptions", "FedevalWarning"),
     "SeededRandomnessWarning": ("fedeval.exceptions", "SeededRandomnessWarning"),
+    "SmallDataWarning": ("fedeval.exceptions", "SmallDataWarning"),
     "Public": ("fedeval.public_facts", "Public"),
     "ClientView": ("fedeval.data", "ClientView"),
     "Federation": ("fedeval.data", "Federation"),
@@ -107,6 +108,7 @@ __all__ = [
     "Scan",
     "SecureAggregation",
     "SeededRandomnessWarning",
+    "SmallDataWarning",
     "UserLevelDP",
     "__version__",
     "calibrate",

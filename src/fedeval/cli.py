@@ -378,16 +378,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "DistDP eps=1": fe.DistributedDP(epsilon=1.0),
         "LDP eps=5": fe.LocalDP(epsilon=5.0),
     }
+    # The demo is a simulation whose cohort size is announced, as a deployment that
+    # publishes how many clients it enrolled would: declared public, used to plan.
+    public = fe.Public(n_clients=fed.n_clients)
     evs = {}
     for i, (name, priv) in enumerate(settings.items()):
         with steps.step(f"evaluating under {name}"):
             seed = None if args.seed is None else args.seed + i  # a seed is for simulation
-            ev = _binary(fe.evaluate(fed, priv, rng=seed))
+            ev = _binary(fe.evaluate(fed, priv, public=public, rng=seed))
             _ = ev.roc_auc_se, ev.average_precision_se  # computed here, inside the progress bar
             evs[name] = ev
     with steps.step("exact pooled metrics (the demo is a simulation)"):
         exact = _exact(fed.scores, fed.labels, args.thresholds)
-    facts = public_facts(fed, list(settings.values()))
+    facts = public_facts(fed, list(settings.values()), declared_clients=public.n_clients)
     source = _source(None, facts, "built-in demo data (gradient boosting on a generated task)")
     with steps.step("writing report"):
         paths = fe.report.write_report(
@@ -452,7 +455,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         ev = fe.evaluate(
             fed,
             privacy,
-            n_examples=args.examples,
+            public=fe.Public(n_clients=args.public_clients, n_examples=args.examples),
             height=args.height,
             branching=args.branching,
             n_buckets=args.buckets,
@@ -468,7 +471,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.compare_exact:
         with steps.step("exact pooled metrics (--compare-exact)"):
             exact = _exact(fed.scores, fed.labels, args.thresholds)
-    facts = public_facts(fed, [privacy], args.examples)
+    facts = public_facts(fed, [privacy], args.examples, args.public_clients)
     source = _source(args.file, facts)
     with steps.step("writing report"):
         paths = fe.report.write_report(
@@ -510,12 +513,14 @@ def _evaluate_multiclass(
             f"not to {fed.n_classes} class columns"
         )
     with steps.step(f"release under {name}"):
-        mev = fe.evaluate_multiclass(fed, privacy, rng=args.seed)
+        mev = fe.evaluate_multiclass(
+            fed, privacy, rng=args.seed, public=fe.Public(n_clients=args.public_clients)
+        )
         _ = mev.standard_errors
     with steps.step("writing report"):
         paths = write_multiclass_report(mev, args.out, name=name)
     steps.close()
-    facts = public_facts(fed, [privacy], None)
+    facts = public_facts(fed, [privacy], None, args.public_clients)
     if args.json:
         payload = {
             "schema": "fedeval.multiclass_evaluation/1",
@@ -913,6 +918,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="a number of examples you declare public (used to choose the parameters)",
+    )
+    ev.add_argument(
+        "--public-clients",
+        type=int,
+        default=None,
+        help="a number of participating clients you declare public (used to choose the "
+        "parameters and shown as given; under add/remove DP it is otherwise not public)",
     )
     _add_hierarchy(ev)
     ev.add_argument(

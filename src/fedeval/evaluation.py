@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation, Scan
+from fedeval.exceptions import SmallDataWarning
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.dense import (
@@ -477,7 +478,7 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
         " Estimates are clipped to their valid range and carry their standard errors"
         " (capped at 0.5); the AUC, average precision and curves are NaN where a released"
         " class total is not positive",
-        UserWarning,
+        SmallDataWarning,
         stacklevel=stacklevel,
     )
 
@@ -683,7 +684,7 @@ def evaluate(
 
     Warns
     -----
-    UserWarning
+    SmallDataWarning
         Under differential privacy, when a class's released count is not
         clearly above its noise (3 standard errors) or not positive: the class
         is empty or small, and the metrics are NaN or unreliable. The decision

@@ -68,6 +68,7 @@ from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation
+from fedeval.exceptions import SmallDataWarning
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt, ReceiptAccessors
@@ -718,6 +719,6 @@ def _warn_if_degenerate(result: MulticlassEvaluation) -> None:
         f"class(es) {weak.tolist()} have a released number of examples that is zero or not "
         "clearly above the privacy noise (3 standard errors); their per-class metrics and "
         "the averages that include them are NaN or unreliable",
-        UserWarning,
+        SmallDataWarning,
         stacklevel=3,
     )

@@ -37,7 +37,7 @@ import numpy as np
 
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation, Scan
-from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger, LedgerEntry
+from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger, split_bound
 from fedeval.privacy.mechanism_for import mechanism_for
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt
@@ -280,7 +280,7 @@ def planning_size(
         # The rest is charged later, possibly split over parts whose number depends on
         # the count; one pure entry of its whole ε bounds every such split on every track.
         # (Exact for pure models; for Skellam noise the later charge is checked again.)
-        bound = LedgerEntry(
+        bound = split_bound(
             "the rest of the procedure",
             float(rest.epsilon),
             float(getattr(rest, "delta", 0.0) or 0.0),

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent, SelfComposedDpEvent
+from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
 from fedeval.calibration.fedavg import fit_local
@@ -163,11 +164,16 @@ def test_accountant_matches_direct_dp_accounting(epsilon: float, rounds: int, ra
     event = gaussian if rate == 1.0 else PoissonSampledDpEvent(rate, gaussian)
     acc = RdpAccountant()
     acc.compose(SelfComposedDpEvent(event, rounds))
-    direct = acc.get_epsilon(1e-5)
-    assert mech.guarantee.epsilon == pytest.approx(direct, rel=1e-9)
-    assert entry.epsilon == pytest.approx(direct, rel=1e-9)
-    assert direct <= epsilon
-    assert direct >= 0.99 * epsilon  # calibrated tightly, not just conservatively
+    pld = PLDAccountant(value_discretization_interval=1e-4)
+    pld.compose(SelfComposedDpEvent(event, rounds))
+    # The tighter of the two accountants, each computed here directly (the PLD more
+    # finely than fedeval does, so fedeval's is at most 2e-3 above it).
+    direct = min(acc.get_epsilon(1e-5), pld.get_epsilon(1e-5))
+    assert mech.guarantee.epsilon == pytest.approx(direct, abs=2e-3)
+    assert entry.epsilon == mech.guarantee.epsilon
+    assert mech.guarantee.epsilon <= epsilon
+    assert mech.guarantee.epsilon >= 0.99 * epsilon  # calibrated tightly
+    assert acc.get_epsilon(1e-5) >= mech.guarantee.epsilon  # RDP, the cross-check, is looser
     # The noise added every round is z times the L2 sensitivity C = 0.5 (plus the
     # fixed-point allowance γ√d/2), discrete Gaussian in units of γ.
     assert isinstance(mech.noise, CentralNoise) and mech.noise.kind == "discrete_gaussian"
@@ -197,7 +203,8 @@ def test_calibrator_records_privacy_and_charges_the_ledger() -> None:
     assert cal.procedure["clip"] == 0.5 and "l2_sensitivity" not in cal.procedure
     assert 0.99 <= cal.epsilon_spent <= 1.0
     assert cal.guarantee.unit == "client" and cal.guarantee.delta == pytest.approx(1e-5)
-    assert ledger.spent_epsilon == pytest.approx(cal.epsilon_spent)
+    # The ledger composes the releases at least as tightly as their own receipts add up.
+    assert ledger.spent_epsilon <= cal.epsilon_spent + 1e-9
     # Two charges, made together: the released population size (5%) and the rounds (95%).
     assert len(ledger.entries) == 2
     assert cal.privacy_receipt.entries == tuple(ledger.entries)
@@ -264,7 +271,8 @@ def test_budget_is_charged_once_before_the_first_round(
         )
     assert seen == [charges] * 3  # three rounds, every one after the single charge
     assert len(ledger.entries) == charges
-    assert ledger.spent_epsilon == pytest.approx(cal.epsilon_spent)
+    # The ledger composes the releases at least as tightly as their own receipts add up.
+    assert ledger.spent_epsilon <= cal.epsilon_spent + 1e-9
     assert cal.privacy_receipt.entries == tuple(ledger.entries)
     # Refused: nothing is encoded, nothing charged.
     seen.clear()

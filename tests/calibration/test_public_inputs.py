@@ -125,7 +125,7 @@ def test_dp_fedavg_releases_the_population_when_none_is_declared() -> None:
         )
     eps = sorted(e.epsilon for e in ledger.entries)
     assert len(eps) == 2 and eps[0] <= 0.05 + 1e-9 and 0.9 <= eps[1] <= 0.95 + 1e-9
-    assert ledger.spent_epsilon == pytest.approx(cal.epsilon_spent)
+    assert ledger.spent_epsilon <= cal.epsilon_spent + 1e-9
 
 
 def test_population_is_checked_as_an_input_format() -> None:

@@ -107,9 +107,7 @@ def test_multiclass_and_ecdf_publish_no_private_client_count() -> None:
     binary = _one_example_clients(50)
     from fedeval.ecdf.federated import federated_ecdf
 
-    session = federated_ecdf(
-        binary, np.linspace(0, 1, 9), fe.DistributedDP(epsilon=1.0), rng=0
-    )
+    session = federated_ecdf(binary, np.linspace(0, 1, 9), fe.DistributedDP(epsilon=1.0), rng=0)
     assert session.n_clients is None
     assert session.cost(3)["integers_total"] is None
     assert session.cost(3, n_clients=50)["integers_total"] == 50 * session.snapshot.n_tree_points
@@ -128,6 +126,8 @@ def test_the_report_and_cli_facts_hide_a_private_client_count(tmp_path) -> None:
         warnings.simplefilter("ignore", UserWarning)
         ev = fe.evaluate(fed, CLIENT_LEVEL, rng=0)
     fe.report.write_report({"client DP": ev}, tmp_path / "r")
-    text = (tmp_path / "r" / "report.md").read_text() + (tmp_path / "r" / "results.json").read_text()
+    text = (tmp_path / "r" / "report.md").read_text() + (
+        tmp_path / "r" / "results.json"
+    ).read_text()
     assert "64 participating" not in text
     assert "number of clients not public" in text

@@ -451,6 +451,7 @@ RDP_ORDERS: tuple[float, ...] = (
 #: basic composition of the releases' own (ε, δ); zCDP; Rényi DP (split over its orders).
 TRACK_DELTA_SHARES: dict[str, float] = {"basic": 0.5, "zcdp": 0.45, "rdp": 0.05}
 
+
 def pure_rdp(epsilon: float, orders: Sequence[float] = RDP_ORDERS) -> NDArray[np.float64]:
     """RDP of an ε-DP release at each order: min(ε, αε²/2).
 

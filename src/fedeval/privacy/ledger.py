@@ -30,7 +30,7 @@ from fedeval.privacy.accounting import RDP_ORDERS, FilterReading, filter_reading
 from fedeval.privacy.guarantee import PrivacyUnit
 from fedeval.validation import check_epsilon
 
-__all__ = ["BudgetExceededError", "BudgetLedger", "Composition", "LedgerEntry"]
+__all__ = ["BudgetExceededError", "BudgetLedger", "Composition", "LedgerEntry", "split_bound"]
 
 Composition = Literal["basic", "tight"]
 
@@ -280,3 +280,14 @@ class BudgetLedger:
             + (f" (composed on the {reading.track} track)" if reading.track != "pure" else "")
         )
         return "\n".join(lines)
+
+
+def split_bound(label: str, epsilon: float, delta: float, unit: PrivacyUnit) -> LedgerEntry:
+    """One pure entry of (ε, δ) that costs at least any split of that pure budget over parts.
+
+    On every track of the filter a pure ε costs at least as much as the same ε
+    split over parts (Σ min(ε_k, αε_k²/2) ≤ min(ε, αε²/2); Σ ε_k²/2 ≤ ε²/2),
+    so checking this entry checks a release whose split is not known yet
+    (e.g. a hierarchy whose height is planned from a count released first).
+    """
+    return LedgerEntry(label, float(epsilon), float(delta), unit)
