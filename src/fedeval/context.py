@@ -366,8 +366,8 @@ class Context:
 
     def _record(self, what: str, privacy: PrivacyModel, before: int, result: Any) -> None:
         new = self._ledger.entries[before:]
-        receipt = getattr(result, "receipt", None)
-        as_dict = receipt.as_dict() if hasattr(receipt, "as_dict") else {}
+        receipt: Any = getattr(result, "receipt", None)
+        as_dict = receipt.as_dict() if receipt is not None and hasattr(receipt, "as_dict") else {}
         self._steps.append(
             ProgramStep(
                 what,

@@ -346,7 +346,7 @@ class MulticlassEvaluation(ReceiptAccessors):
         """Folded-normal SEs of the ECEs (:func:`_folded_ece_se`), replacing the delta method."""
         m = self.parameters["ece_bins"]
         c = self.counts
-        v = self.sketch.counts_from(c.variance, c.variance, c.receipt, c.n_clients)
+        v = self.sketch.counts_from(c.variance, c.variance, c.receipt)
         top = _folded_ece_se(c.top_label[1], c.top_label[0], v.top_label[1], v.top_label[0], m)
         per_class = np.array(
             [

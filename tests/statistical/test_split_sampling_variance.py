@@ -48,7 +48,6 @@ def _population_tree(
         levels=levels,
         node_variance=samp,
         receipt=receipt,
-        n_clients=n,
         node_sampling_variance=samp,
         part_fractions=sizes / n,
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -215,30 +215,44 @@ def charge(ledger: BudgetLedger | None, mechanisms: Sequence[Mechanism]) -> None
 
 def reserve(
     ledger: BudgetLedger | None,
-    requests: Sequence[tuple[PrivacyModel, Sketch]],
+    requests: Sequence[
+        tuple[PrivacyModel, Sketch] | tuple[PrivacyModel, Sketch, Mapping[str, Any]]
+    ],
     *,
     n_clients: int,
     layout: Layout | None = None,
 ) -> list[Reservation]:
     """Charge several releases at once, before any of them draws noise.
 
+    The one way a procedure made of several releases (a count then rounds, a
+    two-part statistic) spends its budget: all of it, atomically, here.
+
     Parameters
     ----------
     ledger : BudgetLedger or None
-    requests : sequence of (privacy model, sketch)
+    requests : sequence of (privacy model, sketch[, options])
         Each sketch only needs to declare its sensitivity; its data-dependent
-        parts (e.g. group boundaries) may be filled in later, as long as the
-        sensitivity stays the same.
+        parts (e.g. group boundaries, a scaler's current parameters) may be
+        filled in later, as long as the sensitivity stays the same. The
+        options (``rounds``, ``sampling_rate``) go to the dispatch: a request
+        for T Poisson-sampled rounds is claimed by :class:`~fedeval.aggregation.Rounds`.
     n_clients : int
 
     Returns
     -------
     list of Reservation
-        Pass each to :func:`release` as ``reservation=``.
+        Pass each to :func:`release` (or :class:`~fedeval.aggregation.Rounds`)
+        as ``reservation=``.
     """
     mechs = [
-        mechanism_for(privacy, sketch, n_clients=n_clients, layout=layout)
-        for privacy, sketch in requests
+        mechanism_for(
+            request[0],
+            request[1],
+            n_clients=n_clients,
+            layout=layout,
+            **(dict(request[2]) if len(request) > 2 else {}),
+        )
+        for request in requests
     ]
     charge(ledger, mechs)
     if ledger is not None and ledger.scope:
@@ -249,7 +263,7 @@ def reserve(
             sketch.name,
             {} if m.sensitivity is None else _sensitivity_of(sketch, m),
         )
-        for m, (_, sketch) in zip(mechs, requests, strict=True)
+        for m, (_, sketch, *_options) in zip(mechs, requests, strict=True)
     ]
 
 

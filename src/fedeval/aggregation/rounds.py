@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.aggregation.release import Release, charge, draw_from, in_value_units
+from fedeval.aggregation.release import Release, Reservation, charge, draw_from, in_value_units
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
@@ -47,6 +47,11 @@ class Rounds:
         Source of the client sampling and of the noise.
     ledger : BudgetLedger, optional
         Charged once, here, for all rounds.
+    reservation : Reservation, optional
+        The rounds' mechanism, already charged by
+        :func:`~fedeval.aggregation.reserve` together with other releases
+        (then ``privacy``, ``rounds``, ``sampling_rate`` and ``ledger`` are
+        taken from it and must not be given).
 
     Raises
     ------
@@ -58,22 +63,30 @@ class Rounds:
         self,
         source: Federation,
         sketch: Sketch,
-        privacy: PrivacyModel,
+        privacy: PrivacyModel | None = None,
         *,
-        rounds: int,
-        sampling_rate: float,
+        rounds: int | None = None,
+        sampling_rate: float | None = None,
         rng: RNGLike = None,
         ledger: BudgetLedger | None = None,
+        reservation: Reservation | None = None,
     ) -> None:
         self.source = source
-        self.mechanism: Mechanism = mechanism_for(
-            privacy,
-            sketch,
-            n_clients=source.n_clients,
-            rounds=rounds,
-            sampling_rate=sampling_rate,
-        )
-        charge(ledger, [self.mechanism])
+        if reservation is not None:
+            if privacy is not None or rounds is not None or sampling_rate is not None:
+                raise TypeError("a reservation already fixes the model, rounds and sampling rate")
+            self.mechanism: Mechanism = reservation.claim(sketch)
+        else:
+            if privacy is None or rounds is None or sampling_rate is None:
+                raise TypeError("Rounds needs privacy, rounds and sampling_rate, or a reservation")
+            self.mechanism = mechanism_for(
+                privacy,
+                sketch,
+                n_clients=source.n_clients,
+                rounds=rounds,
+                sampling_rate=sampling_rate,
+            )
+            charge(ledger, [self.mechanism])
         self._gen = as_generator(rng)
         self.mechanism = draw_from(self.mechanism, self._gen, ledger)
         self.rounds_done = 0

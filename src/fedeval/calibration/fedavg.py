@@ -58,7 +58,6 @@ from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
 
 from fedeval.aggregation import Rounds, release, reserve
-from fedeval.aggregation.release import charge
 from fedeval.calibration.base import warn_degenerate
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
@@ -195,18 +194,20 @@ def fedavg(
     w = np.array(w0, dtype=np.float64, copy=True)
     private = privacy.regime != "exact"
     count_needed = private and declared is None
-    # Both releases are charged on a copy first, then to the real ledger at once:
-    # all or nothing, and before any noise is drawn.
-    scratch = _scratch_ledger(ledger, privacy) if count_needed else ledger
-    schedule = Rounds(
-        source,
-        ScalerUpdateSketch(fit, w, clip),
-        privacy.scaled(1.0 - POPULATION_BUDGET_SHARE) if count_needed else privacy,
-        rounds=rounds,
-        sampling_rate=sampling_rate,
-        rng=gen,
-        ledger=scratch,
-    )
+    # The rounds and, without a declared population, the count are reserved together:
+    # all or nothing, before any noise is drawn (aggregation.reserve, the one place).
+    rounds_model = privacy.scaled(1.0 - POPULATION_BUDGET_SHARE) if count_needed else privacy
+    requests: list[Any] = [
+        (
+            rounds_model,
+            ScalerUpdateSketch(fit, w, clip),
+            {"rounds": rounds, "sampling_rate": sampling_rate},
+        )
+    ]
+    if count_needed:
+        requests.append((privacy.scaled(POPULATION_BUDGET_SHARE), ClientCountSketch()))
+    tickets = reserve(ledger, requests, n_clients=fed.n_clients)
+    schedule = Rounds(source, ScalerUpdateSketch(fit, w, clip), rng=gen, reservation=tickets[0])
     receipt = schedule.mechanism.receipt
     record: dict[str, Any]
     denominator = math.nan
@@ -219,15 +220,7 @@ def fedavg(
         public = (*g.public, f"the population size K = {declared} (declared)")
         receipt = replace(receipt, guarantee=replace(g, public=public))
     else:
-        assert scratch is not None
-        (reservation,) = reserve(
-            scratch,
-            [(privacy.scaled(POPULATION_BUDGET_SHARE), ClientCountSketch())],
-            n_clients=fed.n_clients,
-        )
-        if ledger is not None:
-            charge(ledger, [schedule.mechanism, reservation.mechanism])
-        counted = release(fed, ClientCountSketch(), reservation=reservation, rng=gen)
+        counted = release(fed, ClientCountSketch(), reservation=tickets[1], rng=gen)
         k_hat = float(counted.decode())
         sd = float(np.sqrt(counted.variance[0]))
         k_used = max(k_hat, 2.0 * sd, 1.0)
@@ -286,10 +279,3 @@ def _threadpools() -> ThreadpoolController:
 def one_blas_thread() -> Any:
     """Context manager: BLAS on one thread (the calibrators' per-round algebra is tiny)."""
     return _threadpools().limit(limits=1, user_api="blas")
-
-
-def _scratch_ledger(ledger: BudgetLedger | None, privacy: PrivacyModel) -> BudgetLedger:
-    """A copy of ``ledger`` to charge on first (default: the model's own budget)."""
-    if ledger is None:
-        return BudgetLedger(float(privacy.epsilon), float(privacy.delta or 0.0))
-    return BudgetLedger(ledger.total_epsilon, ledger.total_delta, list(ledger.entries))

@@ -23,6 +23,7 @@ from fedeval.flower.plan import EvaluationPlan
 from fedeval.flower.secagg import clipping_delta
 from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.sampling import assign_groups
+from fedeval.public_facts import client_count_public
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
@@ -191,7 +192,7 @@ def build_evaluation(
     )
     chosen, params = resolve_parameters(
         model,
-        n_clients=max(tree.n_clients, 1),
+        n_clients=facts.n_used if facts is not None and client_count_public(model) else None,
         n_examples=max(1, round(float(tree.totals().sum()))),
         n_examples_source=source,
         height=plan.height,

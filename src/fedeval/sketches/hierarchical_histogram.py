@@ -54,8 +54,6 @@ class HierarchicalHistogram:
         assignment, the sampling of clients into levels).
     receipt : Receipt
         Guarantee, ledger entries and mechanism of the release.
-    n_clients : int
-        Clients whose data is in the release.
     consistent_ : bool
         Whether :meth:`consistent` post-processing has been applied.
     node_sampling_variance : tuple of ndarray or None
@@ -70,7 +68,6 @@ class HierarchicalHistogram:
     levels: tuple[NDArray[np.float64], ...]
     node_variance: tuple[NDArray[np.float64], ...]
     receipt: Receipt
-    n_clients: int = 0
     consistent_: bool = field(default=False)
     _level_weights: tuple[float, ...] | None = field(default=None, repr=False)
     node_sampling_variance: tuple[NDArray[np.float64], ...] | None = field(default=None, repr=False)

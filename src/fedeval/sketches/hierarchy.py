@@ -375,7 +375,6 @@ class HierarchySketch(Sketch):
             levels=levels,
             node_variance=variances,
             receipt=release.receipt,
-            n_clients=release.n_clients,
             consistent_=exact,
             _level_weights=tuple([1.0] * s.height) if exact else None,
             node_sampling_variance=sampling,

@@ -153,7 +153,6 @@ class MulticlassCounts:
     brier: NDArray[np.float64]
     variance: NDArray[np.float64]
     receipt: Receipt
-    n_clients: int
 
     def vector(self) -> NDArray[np.float64]:
         """The parts back in the sketch's coordinate order."""
@@ -403,7 +402,6 @@ class MulticlassSketch(Sketch):
             np.asarray(release.values, dtype=np.float64),
             np.asarray(release.variance, dtype=np.float64),
             release.receipt,
-            release.n_clients,
         )
 
     def counts_from(
@@ -411,7 +409,6 @@ class MulticlassSketch(Sketch):
         values: NDArray[np.float64],
         variance: NDArray[np.float64],
         receipt: Any,
-        n_clients: int,
     ) -> MulticlassCounts:
         """Split a vector (values and variances) into its parts."""
         c, b, lb = self.n_classes, self.n_bins, self.loss_bins
@@ -426,5 +423,4 @@ class MulticlassSketch(Sketch):
             brier=values[o[c + 4] : o[c + 4] + lb],
             variance=variance,
             receipt=receipt,
-            n_clients=n_clients,
         )
