@@ -320,6 +320,8 @@ def mechanism_for(
             f"{type(privacy).__name__} covers one release; several Poisson-sampled rounds "
             "need UserLevelDP (or SecureAggregation)"
         )
+    if isinstance(privacy, CentralDP | DistributedDP):
+        _check_assign(privacy, layout)
     if isinstance(privacy, CentralDP):
         return _central(privacy, sketch, n, layout or "whole")
     if isinstance(privacy, DistributedDP):
@@ -749,6 +751,23 @@ def client_clip(privacy: PrivacyModel) -> float | tuple[float, float] | None:
 
 
 # --------------------------------------------------------------------- helpers
+def _check_assign(model: CentralDP | DistributedDP, layout: Layout | None) -> None:
+    """Layout "assign" scales each part by n/m_k: n must be public, i.e. replacement neighbours.
+
+    Under add/remove of a unit the number of clients n is not public (a unit
+    may be a whole client, or a client's only example), and values scaled by
+    n/m_k would publish it (their lattice, and the split sizes the release
+    keeps for its variances).
+    """
+    if layout == "assign" and model.neighbouring != "replace":
+        raise ValueError(
+            "layout 'assign' (level_budget='assign') scales each part by the number of clients "
+            "over those assigned to it, and that number is not public under add/remove "
+            "neighbours; use the default layout 'whole' (level_budget='split'), or "
+            "neighbouring='replace'"
+        )
+
+
 def _part_entries(
     sketch: SensitiveSketch,
     sens: Sensitivity,
