@@ -632,11 +632,21 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             "at least two classes"
         )
     # Simulation: hold out whole clients to check the calibrator afterwards.
+    holdout_note = ""
     with steps.step("holding out clients"):
         try:
             train, test = fe.partition.split_clients(fed, args.test_fraction, rng=args.seed)
         except ValueError as exc:
-            raise CLIError(str(exc)) from None
+            if privacy.regime == "exact":
+                raise CLIError(str(exc)) from None
+            # Under DP a refusal that depends on the number of clients would leak it:
+            # calibrate on every client and check on the same data (simulation output,
+            # not covered by the receipt either way).
+            train, test = fed, fed
+            holdout_note = (
+                " (too few clients to hold any out: the check uses the calibration data "
+                "itself)"
+            )
     options: dict[str, Any] = {}
     if fed.kind != "binary":
         options = {"sampling_rate": 1.0 if args.sampling_rate is None else args.sampling_rate}
@@ -667,7 +677,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             "heldout": heldout,
             "heldout_note": (
                 "simulation check: exact metrics of the held-out clients, computed from their "
-                "data, not covered by the privacy receipt"
+                "data, not covered by the privacy receipt" + holdout_note
             ),
             "receipt": cal.receipt,
             "report": {k: str(v) for k, v in paths.items()},
@@ -688,7 +698,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(
             f"simulation check on a held-out {args.test_fraction:g} of the clients: EXACT "
             "held-out metrics, computed here from the held-out data, not covered by the "
-            "privacy receipt"
+            "privacy receipt" + holdout_note
         )
         print(f"{'held-out':>14}  {'top-label ECE':>17}  {'classwise ECE':>17}  {'NLL':>17}")
         for name in ("before", "after"):
