@@ -69,10 +69,13 @@ def _cli_words(message: str) -> str:
 
 
 def _check_out(out: str | Path, force: bool) -> None:
-    """Refuse to write into a non-empty directory unless ``--force`` was given."""
+    """Refuse, before anything runs, an --out that is not a directory or is not empty."""
     path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise CLIError(f"--out {path} exists and is not a directory")
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise CLIError(f"--out {path}: {parent} exists and is not a directory")
+        if parent.exists():
+            break
     if not force and path.is_dir() and any(path.iterdir()):
         raise CLIError(
             f"--out {path} is not empty; choose another directory or pass --force to overwrite "
@@ -400,6 +403,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             exact=exact,
             title="fedeval demo: gradient boosting on a generated task",
             source=source,
+            force=args.force,
         )
     steps.close()
     payload = evaluation_payload(evs, thresholds=args.thresholds, exact=exact, source=source)
@@ -481,6 +485,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             exact=exact,
             title=f"fedeval evaluation of {source['name']}",
             source=source,
+            force=args.force,
         )
     steps.close()
     payload = evaluation_payload({name: ev}, thresholds=args.thresholds, exact=exact, source=source)
@@ -518,7 +523,7 @@ def _evaluate_multiclass(
         )
         _ = mev.standard_errors
     with steps.step("writing report"):
-        paths = write_multiclass_report(mev, args.out, name=name)
+        paths = write_multiclass_report(mev, args.out, name=name, force=args.force)
     steps.close()
     facts = public_facts(fed, [privacy], None, args.public_clients)
     if args.json:
@@ -644,8 +649,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             # not covered by the receipt either way).
             train, test = fed, fed
             holdout_note = (
-                " (too few clients to hold any out: the check uses the calibration data "
-                "itself)"
+                " (too few clients to hold any out: the check uses the calibration data itself)"
             )
     options: dict[str, Any] = {}
     if fed.kind != "binary":
@@ -666,6 +670,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             privacy=privacy.describe(),
             source=Path(args.file).name,
             title=f"fedeval calibration of {Path(args.file).name}",
+            force=args.force,
         )
     steps.close()
     if args.json:

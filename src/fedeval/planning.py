@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass, field
 
 from fedeval.privacy.models import PrivacyModel, Regime, privacy_model
-from fedeval.validation import check_int_at_least
+from fedeval.validation import check_int_at_least, check_positive
 
 __all__ = ["ERROR_CONSTANTS", "Plan", "error_rates", "plan", "public_example_count"]
 
@@ -208,6 +208,7 @@ def plan(
         else int(m_clients or 1)
     )
     b = check_int_at_least(branching, 2, name="branching")
+    target_error = check_positive(target_error, name="target_error")
     m_given = n_examples is not None
     if isinstance(privacy, str):
         model = privacy_model(privacy, epsilon=epsilon)

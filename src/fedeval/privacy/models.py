@@ -53,6 +53,9 @@ __all__ = [
 
 Regime = Literal["exact", "central", "local"]
 
+#: The largest ε of a local randomiser: its flip probabilities need e^ε to be finite.
+MAX_LOCAL_EPSILON = 700.0
+
 
 @dataclass(frozen=True)
 class SecureAggregation:
@@ -287,6 +290,11 @@ class LocalDP:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        if self.epsilon > MAX_LOCAL_EPSILON:
+            raise ValueError(
+                f"local DP needs epsilon <= {MAX_LOCAL_EPSILON:g} (e^ε overflows beyond; such a "
+                f"report is sent in the clear anyway), got {self.epsilon!r}"
+            )
         if self.oracle not in ("oue", "rr"):
             raise ValueError(f"oracle must be 'oue' or 'rr', got {self.oracle!r}")
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from fedeval.multiclass_evaluation import MulticlassEvaluation
 from fedeval.report.evaluation_report import fmt, html_table, md_table, png_data_uri
-from fedeval.report.files import write_report_files
+from fedeval.report.files import prepare_out_dir, write_report_files
 
 __all__ = [
     "plot_calibration",
@@ -153,6 +153,7 @@ def write_multiclass_report(
     *,
     name: str = "",
     title: str = "fedeval multiclass report",
+    force: bool = False,
 ) -> dict[str, Path]:
     """Write ``report.html`` (figures embedded), ``report.md`` and ``results.json``.
 
@@ -175,7 +176,7 @@ def write_multiclass_report(
     written all-or-nothing.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_out_dir(out, force=force)
     scalars, per_class = _rows(ev)
     receipt = ev.privacy_receipt()
     bounds = ev.bounds
