@@ -13,7 +13,8 @@ Times, on the same bit generator and interleaved run by run:
 
 each on PCG64 and on randomgen's ChaCha(rounds=20) (skipped if randomgen is missing).
 Every cell is the range (min–max) over ``--repeats`` runs (default 3) of the time
-and of the new/old ratio within a run. Target (printed, not asserted): discrete
+and of the new/old ratio within a run; within a run the two samplers alternate in
+blocks of 2^20 draws, so both see the same load on a shared machine. Target (printed, not asserted): discrete
 Laplace new ≤ 1.5× old in every run. The 1-, 5- and 15-minute load averages
 (``os.getloadavg``) are printed before and after: the machine is shared.
 
@@ -122,17 +123,32 @@ def span(values: list[float], fmt: str) -> str:
 
 def run(
     name: str,
-    old: Callable[[np.random.Generator], object],
-    new: Callable[[np.random.Generator], object],
+    old: Callable[[np.random.Generator, int], object],
+    new: Callable[[np.random.Generator, int], object],
+    n: int,
     make: Callable[[int], np.random.BitGenerator],
     repeats: int,
 ) -> tuple[str, list[float]]:
+    """Time n draws of each, ``repeats`` times; within a run the two alternate in blocks.
+
+    A run draws n values with each sampler in blocks of at most 2^20, old and new
+    taking turns (and turns going first), so that both see the same machine load;
+    its time is the sum over blocks.
+    """
     gen = np.random.Generator(make(2024))
-    new(gen)  # build and cache the tables outside the timed runs
+    block = min(n, 1 << 20)
+    new(gen, block)  # build and cache the tables outside the timed runs
     olds, news, ratios = [], [], []
     for _ in range(repeats):
-        t_old = timed(lambda: old(gen))
-        t_new = timed(lambda: new(gen))
+        t_old = t_new = 0.0
+        for i, start in enumerate(range(0, n, block)):
+            m = min(block, n - start)
+            if i % 2:
+                t_new += timed(lambda m=m: new(gen, m))
+                t_old += timed(lambda m=m: old(gen, m))
+            else:
+                t_old += timed(lambda m=m: old(gen, m))
+                t_new += timed(lambda m=m: new(gen, m))
         olds.append(t_old)
         news.append(t_new)
         ratios.append(t_new / t_old)
@@ -161,8 +177,9 @@ def main() -> None:
             alpha = math.exp(-float(rate))
             row, ratios = run(
                 f"discrete Laplace ε/Δ = {float(rate):g}",
-                lambda g, a=alpha: old_discrete_laplace(a, args.n_laplace, g),
-                lambda g, s=sampler: s.sample(args.n_laplace, g),
+                lambda g, m, a=alpha: old_discrete_laplace(a, m, g),
+                lambda g, m, s=sampler: s.sample(m, g),
+                args.n_laplace,
                 make,
                 args.repeats,
             )
@@ -172,8 +189,9 @@ def main() -> None:
             exact = gaussian_sampler(Fraction(sigma))
             row, _ = run(
                 f"discrete Gaussian σ = {sigma:g}",
-                lambda g, s=sigma: old_discrete_gaussian(s, args.n_gaussian, g),
-                lambda g, e=exact: e.sample(args.n_gaussian, g),
+                lambda g, m, s=sigma: old_discrete_gaussian(s, m, g),
+                lambda g, m, e=exact: e.sample(m, g),
+                args.n_gaussian,
                 make,
                 args.repeats,
             )

@@ -99,8 +99,8 @@ WORD_BITS = 63
 MAX_SCALE = 2.0**50
 """Largest discrete Laplace scale t accepted: outputs stay far inside int64 (|X| < 2⁵⁷)."""
 
-_CHUNK = 1 << 15
-"""Words per vectorised batch: arrays of 256 KiB stay in cache."""
+_CHUNK = 1 << 14
+"""Words per vectorised batch: arrays of 128 KiB stay in cache."""
 
 _TABLE_MAX = 1 << 14
 """Most integer-table entries per scale (the tail beyond goes to the float certificate)."""
@@ -453,17 +453,24 @@ class LaplaceSampler:
             (probability ≈ 2⁻²⁴ + K·2⁻⁶³ with the full table); those entries
             are finished by :meth:`resolve` with more words.
         """
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self._decode(raw, work, out)
+
+    def _decode(
+        self,
+        raw: NDArray[np.uint64],
+        work: _Workspace | None,
+        out: NDArray[np.int64] | None,
+    ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
         m = raw.size
         ws = work if work is not None and work.size >= m else _Workspace(m)
         w, f, sign, pair, ok = ws.views(m)
         values = np.empty(m, dtype=np.int64) if out is None else out
         np.right_shift(raw, np.uint64(1), out=w)
         np.multiply(w.view(np.int64), self.guess_scale, out=f)
-        with np.errstate(divide="ignore"):
-            np.log(f, out=f)
+        np.log(f, out=f)  # log(0) = −inf for w = 0: the guess is then K (undecided)
         np.multiply(f, -self.t_hat, out=f)
-        with np.errstate(invalid="ignore"):
-            np.minimum(f, float(self.size), out=values, casting="unsafe")
+        np.minimum(f, float(self.size), out=values, casting="unsafe")
         np.take(self.pairs, values, axis=0, out=pair, mode="clip")
         # N_{k+1} < w < N_k  ⟺  (w − (N_{k+1} + 1)) mod 2⁶⁴ < N_k − N_{k+1} − 1.
         np.subtract(w, pair[:, 0], out=sign)
@@ -539,13 +546,14 @@ class LaplaceSampler:
         out = np.empty(n, dtype=np.int64)
         draw = gen.bit_generator.random_raw
         work = _Workspace(min(n, _CHUNK))
-        for start in range(0, n, _CHUNK):
-            m = min(_CHUNK, n - start)
-            raw = np.asarray(draw(m), dtype=np.uint64)
-            values, ok = self.decode(raw, work, out[start : start + m])
-            if not ok.all():
-                for i in np.flatnonzero(~ok):
-                    values[i] = self.resolve(int(raw[i]), gen)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for start in range(0, n, _CHUNK):
+                m = min(_CHUNK, n - start)
+                raw = np.asarray(draw(m), dtype=np.uint64)
+                values, ok = self._decode(raw, work, out[start : start + m])
+                if not ok.all():
+                    for i in np.flatnonzero(~ok):
+                        values[i] = self.resolve(int(raw[i]), gen)
         return out
 
 
