@@ -326,6 +326,7 @@ class _Workspace:
         self.s = np.empty(size, dtype=np.uint64)
         self.pair = np.empty((size, 2), dtype=np.uint64)
         self.ok = np.empty(size, dtype=np.bool_)
+        self.i = np.empty(size, dtype=np.int64)
 
     def views(
         self, m: int
@@ -335,8 +336,9 @@ class _Workspace:
         NDArray[np.uint64],
         NDArray[np.uint64],
         NDArray[np.bool_],
+        NDArray[np.int64],
     ]:
-        return self.w[:m], self.f[:m], self.s[:m], self.pair[:m], self.ok[:m]
+        return self.w[:m], self.f[:m], self.s[:m], self.pair[:m], self.ok[:m], self.i[:m]
 
 
 class LaplaceSampler:
@@ -368,8 +370,10 @@ class LaplaceSampler:
     floors differ is recomputed by :func:`floor_scaled`). M = k is certified
     iff N_{k+1} < w < N_k; w = N_k straddles S_k; w < N_K is the tail.
 
-    Guess. k̂ = ⌊−t·ln(w·2⁻⁶³/c)⌋ ≈ M (c = 2/(1+α)), clipped to K, in float;
-    it selects which two table entries to compare with, nothing more.
+    Guess. k̂ = ⌊−t·ln(w·2⁻⁶³/c)⌋ ≈ M (c = 2/(1+α)) in float, signed by the
+    sign bit; it selects which row (N_{|k̂|+1} + 1, N_|k̂| − N_{|k̂|+1} − 1) of a
+    table indexed by the signed guess to compare w with, nothing more. Rows
+    for |k̂| ≥ K certify nothing.
     """
 
     def __init__(self, rate: Fraction, table_size: int = _TABLE_MAX) -> None:
@@ -415,9 +419,17 @@ class LaplaceSampler:
         # Row k: (N_{k+1} + 1, N_k − N_{k+1} − 1), fetched by one gather; row K
         # certifies nothing (width 0).
         above_next = nk[1:] + np.uint64(1)
-        self.pairs = np.column_stack(
-            [np.append(above_next, np.uint64(0)), np.append(nk[:-1] - above_next, np.uint64(0))]
-        )
+        pairs = np.column_stack([above_next, nk[:-1] - above_next])  # k = 0..K−1
+        # Rows indexed by the signed guess + reach, rows beyond K−1 certify nothing.
+        # reach covers every guess a word w ≥ 1 can give (≤ t·ln(c·2⁶³)) when that
+        # is at most 2¹⁵ rows a side; otherwise guesses are clipped to ±K.
+        full = math.ceil(self.t_hat * math.log(self.c63_hat)) + 2
+        self.clip = full > 1 << 15
+        self.reach = self.size if self.clip else max(full, self.size)
+        signed = np.zeros((2 * self.reach + 1, 2), dtype=np.uint64)
+        signed[self.reach : self.reach + self.size] = pairs
+        signed[self.reach - self.size + 1 : self.reach + 1] = pairs[::-1]
+        self.signed_pairs = signed
         self.ascending = nk[:0:-1].copy()  # N_K, ..., N_1
 
     def threshold(self, k: int) -> Threshold:
@@ -464,22 +476,25 @@ class LaplaceSampler:
     ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
         m = raw.size
         ws = work if work is not None and work.size >= m else _Workspace(m)
-        w, f, sign, pair, ok = ws.views(m)
+        w, f, sign, pair, ok, index = ws.views(m)
         values = np.empty(m, dtype=np.int64) if out is None else out
         np.right_shift(raw, np.uint64(1), out=w)
         np.multiply(w.view(np.int64), self.guess_scale, out=f)
-        np.log(f, out=f)  # log(0) = −inf for w = 0: the guess is then K (undecided)
+        np.log(f, out=f)  # log(0) = −inf for w = 0: an out-of-table guess (undecided)
         np.multiply(f, -self.t_hat, out=f)
-        np.minimum(f, float(self.size), out=values, casting="unsafe")
-        np.take(self.pairs, values, axis=0, out=pair, mode="clip")
+        if self.clip:
+            np.minimum(f, float(self.reach), out=f)
+        # The sign: the word's lowest bit becomes the float's sign bit (exact; the
+        # cast truncates towards 0 on both sides, so −0.x gives 0).
+        np.left_shift(raw, np.uint64(63), out=sign)
+        bits = f.view(np.uint64)
+        bits ^= sign
+        np.copyto(values, f, casting="unsafe")
+        np.add(values, self.reach, out=index)
+        np.take(self.signed_pairs, index, axis=0, out=pair, mode="clip")
         # N_{k+1} < w < N_k  ⟺  (w − (N_{k+1} + 1)) mod 2⁶⁴ < N_k − N_{k+1} − 1.
         np.subtract(w, pair[:, 0], out=sign)
         np.less(sign, pair[:, 1], out=ok)
-        # The sign from the word's lowest bit: x ↦ (x XOR −s) + s negates when s = 1.
-        neg = np.bitwise_and(raw, np.uint64(1), out=sign).view(np.int64)
-        np.negative(neg, out=neg)
-        values ^= neg
-        values -= neg
         if not ok.all():
             bad = np.flatnonzero(~ok)
             mag, ok[bad] = self._decode_rest(w[bad])
