@@ -2,14 +2,24 @@
 
 Every draw here is *inversion of one infinite uniform* U = 0.b₁b₂b₃… whose
 first 63 bits are the top 63 bits of one raw word of
-``gen.bit_generator.random_raw`` (its lowest bit is a spare, used for a sign) and whose further bits are more raw words,
-drawn only when the first 63 do not decide the outcome. The output is
-F⁻¹(U) for the target distribution F, computed *exactly*, so the law of the
-output is exactly the target law whatever the bit generator (PCG64, ChaCha,
-...): the guarantees computed for the target hold with δ = 0 and nothing
-hidden in rounding. numpy's ``geometric``, ``random`` and the like are never
-used: their laws are the targets' only up to rounding, and the fixed-point
-inversion of a 53-bit float has holes in its tail (the finding below).
+``gen.bit_generator.random_raw`` (its lowest bit is a spare, used for a
+sign) and whose further bits are more raw words, drawn only when the first
+63 do not decide the outcome. The output is F⁻¹(U) for the target
+distribution F, computed *exactly*, so the law of the output is exactly the
+target law whatever the bit generator (PCG64, ChaCha, ...): the guarantees
+computed for the target hold with δ = 0 and nothing hidden in rounding.
+numpy's ``geometric``, ``random`` and the like are never used: their laws
+are the targets' only up to rounding, and the inversion of a 53-bit float
+has holes in its tail (the finding below).
+
+Design choice: *lazy exact inversion* rather than an integer table whose
+ratios are merely bounded by e^{1/t}. It makes the implemented law equal to
+the target (so the variance, the pmf and the ε of the receipts are all
+exactly those of the discrete Laplace / Gaussian), and it needs no table at
+all in the tail, which matters for the large scales of fixed-point sums.
+The proof rests on two documented facts only: IEEE-754 ``+``, ``×`` and
+int→float conversion are correctly rounded (numpy's float64 loops are), and
+:meth:`decimal.Decimal.exp` is correctly rounded.
 
 How a 63-bit word w decides, i.e. when U ∈ [w, w + 1)·2⁻⁶³ lies on one side
 of a threshold S (a real number in (0, 1)):
@@ -46,11 +56,14 @@ independent infinite uniform and the outputs are i.i.d. with the target law.
 
 The audit finding this replaces: the former fast path computed
 |X| = max(0, 1 + ⌊log V / log α⌋) from a 53-bit float uniform. Enumerating its
-2⁵³ inputs gives support |X| ≤ 37 at ε/Δ = 1 (an infinite privacy loss at
-±38) and holes at 289–293 at ε/Δ = 0.125 (a loss of ln 2, 5.5× the target);
-numpy's ``Generator.geometric`` has the same kind of cut-off tail
-(tests/privacy/mechanisms/test_enumeration.py). Mironov (2012) showed the
-same class of flaw for the floating-point continuous Laplace.
+2⁵³ inputs (tests/privacy/mechanisms/test_enumeration.py) gives support
+|X| ≤ 37 at ε/Δ = 1 (an infinite privacy loss at ±38) and, at ε/Δ = 0.125,
+empty values from 279 on (among them 289–293) between values of mass 2⁻⁵⁴,
+with ln 2 jumps (5.5× the target) between non-empty neighbours; the audit
+found the same kind of cut-off tail in numpy's ``Generator.geometric``.
+Mironov (2012) showed the same class of flaw for the floating-point
+continuous Laplace. The same enumeration of this module's sampler finds
+P(|X| ≥ k) = S_k for every k and a worst loss of exactly ε/Δ.
 
 References
 ----------
