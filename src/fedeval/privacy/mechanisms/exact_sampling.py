@@ -643,7 +643,8 @@ class GaussianSampler:
     ĝ ≤ 700 that is < 2⁻⁴⁰·⁵, so exp_neg(ĝ) is within 2⁻⁴⁰ of exp(−γ)
     relatively and :func:`_float_bounds` gives integers certainly below and
     above exp(−γ)·2⁶³. For ĝ > 700, γ > 699 and exp(−γ)·2⁶³ < 1, which the
-    same bounds (0 and 1) express. Words between the bounds go to
+    same bounds (0 and 1) express. (A proposal |y| ≥ 2⁵³, whose conversion to
+    float64 rounds, has γ > 2²⁴ for σ ≤ 2⁴⁰, so it lands in that case too.) Words between the bounds go to
     :class:`LazyUniform` against certified bits of exp(−γ) (γ rational).
     """
 
