@@ -802,12 +802,20 @@ def _part_entries(
 
 _SHARE_SAMPLING = (
     "assumes the secure sum reveals only the total of at least the threshold number of "
-    "shares; shares are integers drawn with numpy's negative-binomial/Poisson samplers "
-    "(distribution exact up to double-precision rounding)"
+    "shares; integer shares. Exact draws (law exactly the target for any bit generator, "
+    "fedeval.privacy.mechanisms.exact_sampling): the simulated total of exactly the "
+    "threshold number of Pólya shares (fast path), which is discrete Laplace, and a Pólya "
+    "share of shape 1. Drawn with numpy's floating-point negative-binomial and Poisson "
+    "samplers, whose law is the target only up to double-precision rounding: Pólya shares "
+    "of any other shape (the faithful path with more than one party, or a total of another "
+    "number of shares) and all Skellam shares"
 )
 _CENTRAL_SAMPLING = (
-    "integer noise on integer sums, drawn with double-precision geometric/rejection "
-    "samplers, or exactly in secure mode (fedeval.randomness.SecureGenerator)"
+    "integer noise on integer sums, drawn exactly for any bit generator (discrete Laplace "
+    "by exact inversion of the generator's raw words, discrete Gaussian by "
+    "Canonne-Kamath-Steinke rejection with exactly decided acceptances; "
+    "fedeval.privacy.mechanisms.exact_sampling): its law is the one the guarantee is "
+    "computed for"
 )
 
 

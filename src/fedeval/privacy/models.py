@@ -230,8 +230,11 @@ class CentralDP:
     Notes
     -----
     The noise is discrete Laplace (the geometric mechanism) on the integer
-    sums, so the guarantee holds exactly on a computer; sketches with real
-    values cannot be released under this model.
+    sums, drawn by exact inversion of the random generator's raw 64-bit words
+    (:mod:`fedeval.privacy.mechanisms.exact_sampling`): the law of the noise
+    is exactly the discrete Laplace for any bit generator, so the pure ε-DP
+    guarantee (δ = 0) holds exactly on a computer, not only up to floating-point
+    rounding. Sketches with real values cannot be released under this model.
     """
 
     epsilon: float
