@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from fedeval.ecdf.grid import equal_width_grid
 from fedeval.metrics.hosmer_lemeshow import hosmer_lemeshow
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
@@ -333,11 +334,11 @@ def test_private_groups_are_right_closed_like_the_at_most_ecdf() -> None:
     """The private cut points are grid points t with F̂(t) = #{p ≤ t}/n ≥ q/Q, so the
     examples at t belong below the cut: groups (t_{q-1}, t_q], as the exact statistic.
 
-    Without noise (secure aggregation) and probabilities on the 2^L grid, several
-    examples sit exactly on every cut point; each group's observed and expected sums
-    must be those of the right-closed groups."""
+    Without noise (secure aggregation) and probabilities on the 2^L-point grid,
+    several examples sit exactly on every cut point; each group's observed and
+    expected sums must be those of the right-closed groups."""
     rng = np.random.default_rng(3)
-    p = rng.integers(1, 16, 400) / 16.0
+    p = equal_width_grid(0.0, 1.0, 16)[rng.integers(1, 15, 400)]
     y = (rng.random(400) < p).astype(int)
     res = hosmer_lemeshow(p, y, SecureAggregation(), height=4, groups=4)
     cuts = res.thresholds[1:-1]
