@@ -20,24 +20,10 @@ from fedeval.data import Federation
 from fedeval.data.partition import dirichlet
 from fedeval.metrics.calibration_error import calibration_summary
 from fedeval.privacy.models import SecureAggregation
+from helpers import generated_logits_task as generated_task
 from helpers import softmax_rows
 
 Task = tuple[Federation, NDArray[np.float64], NDArray[np.int64]]
-
-
-@cache
-def generated_task() -> Task:
-    """Six Gaussian classes; the model's logits are 3 × the Bayes logits plus noise
-    (overconfident); 4,000 calibration examples over 100 Dirichlet(0.5) clients."""
-    rng = np.random.default_rng(0)
-    c, n = 6, 4000
-    means = rng.normal(size=(c, 8)) * 1.2
-    y = rng.integers(0, c, 2 * n)
-    x = means[y] + rng.normal(size=(2 * n, 8))
-    bayes = x @ means.T - 0.5 * np.sum(means**2, axis=1)
-    z = 3.0 * bayes + rng.normal(size=bayes.shape)
-    pooled = Federation.from_arrays(z[:n], y[:n], kind="logits")
-    return dirichlet(pooled, n_clients=100, beta=0.5, rng=0), z[n:], y[n:]
 
 
 @cache

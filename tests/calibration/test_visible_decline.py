@@ -19,7 +19,7 @@ from fedeval.calibration.scaling import ScalingCalibrator
 from fedeval.metrics.calibration_error import calibration_summary
 from fedeval.privacy.models import UserLevelDP
 from helpers import digits_task, softmax_rows
-from test_fedavg_convergence import generated_task
+from helpers import generated_logits_task as generated_task
 
 
 def test_declined_scaling_is_an_identity_calibrator_with_its_reason() -> None:

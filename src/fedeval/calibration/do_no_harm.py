@@ -65,15 +65,40 @@ from fedeval.calibration.multiclass import MulticlassCalibrator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
 __all__ = [
+    "HARM_LEVEL",
     "IdentityCalibrator",
     "MulticlassIdentityCalibrator",
     "binary_harm_estimates",
+    "harm_threshold",
     "keep_or_decline",
     "keep_or_decline_multiclass",
     "multiclass_harm_estimates",
 ]
 
 _P_FLOOR = 1e-12
+
+#: One-sided level a of every do-no-harm decision: a map is kept only if its
+#: estimated held-out NLL gain exceeds z_{1-a} standard errors, so a map that
+#: does not help (true gain ≤ 0) is kept with probability at most about a.
+HARM_LEVEL = 0.05
+
+
+def harm_threshold(level: float) -> float:
+    """z_{1−a}, the standard normal quantile a one-sided test at level a compares with."""
+    from scipy.stats import norm
+
+    if not 0.0 < float(level) < 0.5:
+        raise ValueError(f"harm_level must lie in (0, 0.5), got {level!r}")
+    return float(norm.ppf(1.0 - float(level)))
+
+
+def _declined_repr(cls: str, declined: str, reason: str) -> str:
+    return f"{cls}(declined={declined!r}, reason={reason!r})"
+
+
+def _declined_summary(what: str, declined: str, reason: str) -> str:
+    head = f"{what}: {declined or 'calibration'} declined (do no harm)"
+    return f"{head}; {reason}" if reason else head
 
 
 @register
@@ -85,20 +110,35 @@ class IdentityCalibrator(Calibrator):
     ----------
     declined : str
         The method that was learned and declined.
+    reason : str
+        Why, in words, with the released estimates that decided (no count);
+        shown by ``repr`` and :meth:`summary`.
     estimates : dict
-        The release's estimates that decided (ECE and NLL before/after).
+        The release's estimates that decided (:func:`binary_harm_estimates`).
+    procedure : dict
+        ``{"applied": False, ...}``: the same record a learned calibrator
+        carries, so that readers of ``procedure["applied"]`` see the decline.
     """
 
     kind: ClassVar[str] = "identity"
 
     declined: str = ""
+    reason: str = ""
     estimates: dict[str, Any] = field(default_factory=dict)
+    procedure: dict[str, Any] = field(default_factory=lambda: {"applied": False})
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """The scores themselves, clipped to [0, 1] (they are probabilities)."""
         from fedeval.calibration.binning import check_raw_scores
 
         return np.clip(check_raw_scores(scores), 0.0, 1.0)
+
+    def summary(self) -> str:
+        """One line: which method was declined, and why."""
+        return _declined_summary("identity map", self.declined, self.reason)
+
+    def __repr__(self) -> str:
+        return _declined_repr(type(self).__name__, self.declined, self.reason)
 
 
 def _nll(pos: NDArray[np.float64], neg: NDArray[np.float64], p: NDArray[np.float64]) -> float:
@@ -220,9 +260,14 @@ class MulticlassIdentityCalibrator(MulticlassCalibrator):
     Attributes
     ----------
     declined : str
-        The method that was learned and declined ("binning", "bbq").
+        The method that was learned and declined ("binning", "bbq",
+        "temperature", "vector", "matrix", "op-vector").
+    reason : str
+        Why, in words, with the released estimates that decided; shown by
+        ``repr`` and :meth:`summary`.
     estimates : dict
-        The release's estimates that decided (:func:`multiclass_harm_estimates`).
+        The release's estimates that decided (:func:`multiclass_harm_estimates`,
+        or the scaling rounds' released NLL change).
     n_classes, input_kind, receipt, procedure
         See :class:`~fedeval.calibration.multiclass.MulticlassCalibrator`; the
         receipt is the declined release's (its budget was spent).
@@ -231,11 +276,19 @@ class MulticlassIdentityCalibrator(MulticlassCalibrator):
     kind: ClassVar[str] = "multiclass-identity"
 
     declined: str = ""
+    reason: str = ""
     estimates: dict[str, Any] = field(default_factory=dict)
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """The input probabilities (softmax of logits), shape (n, c)."""
         return self._probabilities(scores)
+
+    def summary(self) -> str:
+        """One line: which method was declined, and why."""
+        return _declined_summary("identity map", self.declined, self.reason)
+
+    def __repr__(self) -> str:
+        return _declined_repr(type(self).__name__, self.declined, self.reason)
 
 
 def multiclass_harm_estimates(
@@ -505,17 +558,21 @@ def keep_or_decline_multiclass(
         procedure = {**calibrator.procedure, "applied": True, "harm_estimates": est}
         return replace(calibrator, procedure=procedure)
     change = est["brier_after"] - est["brier_before"]
+    reason = (
+        f"its own (noisy) release estimates the classwise ECE of the uncalibrated "
+        f"probabilities at {max(est['cwece_before'], 0.0):.4f} and that of the learned map on "
+        f"new data at {max(est['cwece_after'], 0.0):.4f}, and the map's change of the Brier "
+        f"score at {change:+.4f} ± {est['brier_change_se']:.2g} (standard error; negative is "
+        "better)"
+    )
     warn_degenerate(
-        f"{method} calibration was not applied: its own (noisy) release estimates the "
-        f"classwise ECE of the uncalibrated probabilities at {est['cwece_before']:.4f} and "
-        f"that of the learned map on new data at {est['cwece_after']:.4f}, and the map's change "
-        f"of the Brier score at {change:+.4f} ± {est['brier_change_se']:.2g} (standard error; "
-        "negative is better); returning the identity map (the input probabilities). More "
-        "clients or budget would let the map be learned; pass do_no_harm=False to keep it "
-        "anyway."
+        f"{method} calibration was not applied: {reason}; returning the identity map (the "
+        "input probabilities). More clients or budget would let the map be learned; pass "
+        "do_no_harm=False to keep it anyway."
     )
     return MulticlassIdentityCalibrator(
         declined=method,
+        reason=reason,
         estimates=est,
         n_classes=calibrator.n_classes,
         input_kind=calibrator.input_kind,

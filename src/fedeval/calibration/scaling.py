@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.calibration.base import register
+from fedeval.calibration.do_no_harm import MulticlassIdentityCalibrator
 from fedeval.calibration.fedavg import fedavg
 from fedeval.calibration.multiclass import (
     MulticlassCalibrator,
@@ -206,9 +207,13 @@ def fit_scaling(
     max_step : float
         Newton: largest L2 norm of one step (trust region), > 0.
     do_no_harm : bool
-        Newton: return the identity map, with a warning giving the numbers,
-        unless the rounds' releases show the learned map lowers the NLL by more
-        than one standard error (no extra budget).
+        Newton: return a
+        :class:`~fedeval.calibration.do_no_harm.MulticlassIdentityCalibrator`
+        carrying the reason (and a warning giving the numbers) unless the
+        rounds' releases show the learned map lowers the held-out NLL: the
+        estimated gain, optimism-corrected, must exceed z_{1−a} standard errors
+        at the one-sided level a = ``HARM_LEVEL`` (0.05); no extra budget (see
+        :mod:`fedeval.calibration.newton`).
     progress : bool, optional
         Newton: a progress bar over rounds (default: only on a terminal).
     population : int, optional
@@ -230,7 +235,10 @@ def fit_scaling(
 
     Returns
     -------
-    ScalingCalibrator
+    ScalingCalibrator or MulticlassIdentityCalibrator
+        The learned map, or (Newton with ``do_no_harm``) the identity carrying
+        the reason it was declined; never a scaling map with the identity's
+        parameters.
 
     Raises
     ------
@@ -299,14 +307,33 @@ def fit_scaling(
             do_no_harm=bool(do_no_harm),
             progress=progress,
         )
+        what = (
+            "per-example means of the loss change, NLL gradient and Hessian, and a count of 1, "
+            "from every client (clipped)"
+            if privacy.regime != "exact"
+            else "sums of example counts, loss changes, NLL gradients and Hessians"
+        )
         rec = pooled_procedure(
             run_n,
-            f"clipped sums of example counts, loss changes, NLL gradients and Hessians of the "
-            f"{family} map (federated Newton)",
+            f"{what} of the {family} map (federated Newton)",
             clip=client_clip(privacy),
             optimizer="newton",
             l2=ridge,
         )
+        if not run_n.applied:
+            return MulticlassIdentityCalibrator(
+                declined=family,
+                reason=run_n.reason,
+                estimates={
+                    "nll_change": run_n.nll_change,
+                    "nll_change_se": run_n.nll_change_se,
+                    "optimism": run_n.optimism,
+                },
+                n_classes=c,
+                input_kind=fed.kind,
+                receipt=run_n.schedule.mechanism.receipt.as_dict(),
+                procedure=rec,
+            )
         return ScalingCalibrator(
             family,
             to_calibrator_params(family, run_n.theta),
