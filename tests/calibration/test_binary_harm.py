@@ -54,10 +54,10 @@ def test_binning_never_predicts_zero_or_one(method: str) -> None:
 
 
 def test_prob_floor_is_a_validated_public_option() -> None:
-    s, y = _threshold_task(2000, 2)
-    fed = fe.Federation.from_arrays(s, y)
+    s, _ = _threshold_task(2000, 2)
+    fed = fe.Federation.from_arrays(s, (s > 0.5).astype(int))  # no positive below 0.5
     cal = fe.calibrate(fed, fe.SecureAggregation(), method="binning", prob_floor=1e-3, rng=0)
-    assert cal.predict_proba(np.array([0.1]))[0] == pytest.approx(1e-3)
+    assert cal.predict_proba(np.array([0.1, 0.9])) == pytest.approx([1e-3, 1 - 1e-3])
     for bad in (0.0, 0.5, -1e-3, float("nan")):
         with pytest.raises(ValueError, match="prob_floor"):
             fe.calibrate(fed, fe.SecureAggregation(), method="binning", prob_floor=bad, rng=0)
@@ -97,7 +97,9 @@ def test_the_decision_is_a_one_sided_test_at_the_stated_level() -> None:
     assert est["harm_level"] == HARM_LEVEL == 0.05
     z = harm_threshold(HARM_LEVEL)
     assert z == pytest.approx(1.6448536, abs=1e-6)
-    assert not (-est["nll_change"] > z * est["nll_change_se"] and est["ece_after"] < est["ece_before"])
+    assert not (
+        -est["nll_change"] > z * est["nll_change_se"] and est["ece_after"] < est["ece_before"]
+    )
     assert f"{HARM_LEVEL}" in cal.reason
     # A kept map records the same estimates and passes the test.
     s, y = _threshold_task(20_000, 4)
