@@ -58,7 +58,9 @@ def test_temperature_recovers_the_sharpening_without_noise() -> None:
     s, y = _sharpened(20_000, 1, factor=2.5)
     # Temperature scaling has no intercept: remove the shift first.
     s = 1.0 / (1.0 + np.exp(-(_logit(s) - 0.5)))
-    cal = fe.calibrate(fe.Federation.from_arrays(s, y), fe.SecureAggregation(), method="temperature")
+    cal = fe.calibrate(
+        fe.Federation.from_arrays(s, y), fe.SecureAggregation(), method="temperature"
+    )
     assert isinstance(cal, BinaryScalingCalibrator) and cal.intercept == 0.0
     assert cal.temperature == pytest.approx(2.5, abs=0.15)
 

@@ -135,7 +135,13 @@ FULL_HESSIAN_MAX = 32
 
 
 def newton_centre(family: str, n_classes: int) -> NDArray[np.float64]:
-    """θ₀, the identity map in the Newton parametrisation (β = 1 for temperature)."""
+    """θ₀, the identity map in the Newton parametrisation (β = 1 for temperature).
+
+    ``"platt"`` is the binary family o = (0, a·(z₁ − z₀) + b) of two-class
+    logits (:mod:`fedeval.calibration.binary_scaling`), identity (a, b) = (1, 0).
+    """
+    if family == "platt":
+        return np.array([1.0, 0.0])
     return initial_parameters(family, n_classes)  # β = 1 = τ for temperature
 
 
@@ -174,6 +180,14 @@ def map_jacobian(
         idx = np.arange(c)
         jac[:, idx, idx] = z
         jac[:, idx, c + idx] = 1.0
+        return o, jac
+    if family == "platt":
+        x = z[:, 1] - z[:, 0]
+        o = np.zeros((n, 2))
+        o[:, 1] = theta[0] * x + theta[1]
+        jac = np.zeros((n, 2, 2))
+        jac[:, 1, 0] = x
+        jac[:, 1, 1] = 1.0
         return o, jac
     if family == "matrix":
         a = theta[: c * c].reshape(c, c)
