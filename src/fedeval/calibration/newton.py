@@ -58,7 +58,10 @@ Choices where nothing is prescribed (documented and tested):
   rate q the evaluating round's units took part in the fit with probability
   about q, and the fit saw about n̂/q units), unbiased to first order. Its
   standard error holds the release's noise and the sampling spread of the
-  per-unit changes (the last coordinate, ΔL₂, of every client's vector). The
+  per-unit changes (the last coordinate, ΔL₂, of every client's vector), by
+  the delta method for the ratio ΔL/n̂ (the noise of both). A released count
+  n̂ within ``MIN_COUNT_Z`` (3) noise standard deviations of 0 makes the ratio
+  no estimate: the map is then declined. The
   map is kept only if the estimated held-out gain −(ΔL/n̂ + d/n̂) exceeds
   z_{1−a} times its standard error, a one-sided test at level a =
   :data:`~fedeval.calibration.do_no_harm.HARM_LEVEL` (0.05, z = 1.645): a map
@@ -132,6 +135,11 @@ MAX_PARAMETER_STEP = 0.5
 
 #: Above this many parameters, DP rounds send the Hessian's diagonal only.
 FULL_HESSIAN_MAX = 32
+
+#: Do no harm trusts a released change ΔL/n̂ only when the released count n̂ is
+#: at least this many noise standard deviations: a ratio over a count near its
+#: noise is heavy-tailed, and the normal approximation of the test fails there.
+MIN_COUNT_Z = 3.0
 
 
 def newton_centre(family: str, n_classes: int) -> NDArray[np.float64]:
@@ -443,7 +451,8 @@ def _rounds(
     n_h = d * (d + 1) // 2 if full else d
     variance = np.zeros(3 + d + n_h)
     history: list[dict[str, float]] = []
-    accepted: tuple[NDArray[np.float64], float, float, float] | None = None  # θ, ΔL/n̂, var, n̂
+    # θ, ΔL/n̂, its variance, n̂, and n̂ in noise standard deviations
+    accepted: tuple[NDArray[np.float64], float, float, float, float] | None = None
     radius = float(max_step)
     predicted = 0.0
     bar = tqdm(
@@ -465,7 +474,11 @@ def _rounds(
         # The noise on ΔL, and the sampling spread of the per-unit changes
         # (second moment minus the squared mean, over n̂ units).
         spread = max(float(v[-1]) / n_used - change**2, 0.0)
-        change_var = float(variance[1]) / n_used**2 + spread / n_used
+        # Delta method for the ratio ΔL/n̂: the noise of both, and the sampling spread.
+        change_var = (
+            float(variance[1]) + change**2 * float(variance[0])
+        ) / n_used**2 + spread / n_used
+        count_z = float(v[0]) / float(sd[0]) if sd[0] > 0 else math.inf
         released = {"released_examples": float(v[0]), "nll_change": change}
         g_raw = v[2 : 2 + d]
         if accepted is not None:
@@ -486,7 +499,7 @@ def _rounds(
                 continue
             if rho > 0.75:
                 radius *= 2.0
-        accepted = (theta.copy(), change, change_var, n_used)
+        accepted = (theta.copy(), change, change_var, n_used, count_z)
         g = g_raw
         hv = v[2 + d : 2 + d + n_h]
         if full:
@@ -529,7 +542,7 @@ def _rounds(
             theta = np.clip(theta, 1e-3, 1e3)
     assert accepted is not None
     proposal = theta
-    theta, estimate, est_var, n_hat = accepted
+    theta, estimate, est_var, n_hat, count_z = accepted
     se = math.sqrt(est_var)
     if np.array_equal(theta, theta0) and predicted < 0.0:
         # No step was ever evaluated (T = 1, or every step rejected): the last
@@ -543,15 +556,23 @@ def _rounds(
     optimism = d * schedule.mechanism.sampling_rate / n_hat
     gain = -(estimate + optimism)
     z = harm_threshold(HARM_LEVEL)
-    if do_no_harm and not gain > z * se:
+    units = "client" if private else "example"
+    if do_no_harm and count_z < MIN_COUNT_Z:
         applied = False
-        units = "client" if private else "example"
+        reason = (
+            f"the released number of {units}s of the evaluating round is within "
+            f"{MIN_COUNT_Z:g} noise standard deviations of 0 ({count_z:.2g} of them), so its "
+            "released NLL change (a ratio over that count) is no estimate"
+        )
+    elif do_no_harm and not gain > z * se:
+        applied = False
         reason = (
             f"the estimated held-out change of the NLL is {estimate:+.4g} (released, in-sample) "
             f"+ {optimism:.2g} (optimism of {d} fitted parameter(s)) = {-gain:+.4g} "
             f"± {se:.2g} (standard error) per {units}; the map is kept only if its gain "
             f"exceeds {z:.3g} standard errors (one-sided level {HARM_LEVEL})"
         )
+    if not applied:
         warn_degenerate(
             f"{family} scaling was not applied: {reason}; returning the identity map. More "
             "clients, rounds or budget, or another clip, would let the map be learned."
