@@ -133,7 +133,7 @@ def _choose(estimates: dict[str, dict[str, float]], level: float) -> tuple[str |
 
 def _summary(estimates: dict[str, dict[str, float]]) -> str:
     return "; ".join(
-        f"{name}: {est['nll_change']:+.4f} ± {est['nll_change_se']:.2g}"
+        f"{name}: {est['nll_change']:+.4f} ± {est['nll_change_se']:#.2g}"
         for name, est in estimates.items()
     )
 

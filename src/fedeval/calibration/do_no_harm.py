@@ -60,7 +60,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.calibration.base import Calibrator, register, warn_degenerate
+from fedeval.calibration.base import PROBABILITY_FLOOR, Calibrator, register, warn_degenerate
 from fedeval.calibration.multiclass import MulticlassCalibrator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
@@ -247,19 +247,38 @@ def bucket_optimism(
             (cum_score[i1] - cum_score[i0]) / np.maximum(cum_mass[i1] - cum_mass[i0], 1e-300),
             0.5 * (lo + hi),
         )
-        m_b = np.clip(m_b, _P_FLOOR, 1.0 - _P_FLOOR)
-        jeffreys = (p_plus + 0.5) / (n + 1.0)
-        var_data = (
-            n * jeffreys * (1.0 - jeffreys)
-            + np.asarray(v_pos) * (1.0 - jeffreys) ** 2
-            + np.asarray(v_neg) * jeffreys**2
-        ) / n**2
-        var_prior = m_b * (1.0 - m_b) / (PRIOR_EXAMPLES + 1.0)
-        rate = (jeffreys * var_prior + m_b * var_data) / (var_prior + var_data)
-        gap = n * (_bernoulli_loss(rate, q) - _bernoulli_loss(p_plus / n, q))
         shrink = n / (n + prior_strength / max(len(values), 1))
-        total += float(w) * float(np.sum(shrink * np.maximum(1.0, gap)))
+        each = rate_optimism(n, p_plus, np.asarray(v_pos), np.asarray(v_neg), q, m_b)
+        total += float(w) * float(np.sum(shrink * each))
     return total
+
+
+def rate_optimism(
+    n: NDArray[np.float64],
+    positives: NDArray[np.float64],
+    var_positive: NDArray[np.float64],
+    var_negative: NDArray[np.float64],
+    q: NDArray[np.float64],
+    prior_mean: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Per bucket: max(1, n [ℓ(π̃, q) − ℓ(P/n, q)]), π̃ the empirical-Bayes rate.
+
+    ``n`` ≥ 1 and ``positives`` in [0, n] are the bucket's released total and
+    positives, ``var_*`` their noise variances, ``q`` the map's value and
+    ``prior_mean`` the bucket's uncalibrated score (see :func:`bucket_optimism`).
+    """
+    qq = np.clip(q, _P_FLOOR, 1.0 - _P_FLOOR)
+    m = np.clip(prior_mean, _P_FLOOR, 1.0 - _P_FLOOR)
+    jeffreys = (positives + 0.5) / (n + 1.0)
+    var_data = (
+        n * jeffreys * (1.0 - jeffreys)
+        + var_positive * (1.0 - jeffreys) ** 2
+        + var_negative * jeffreys**2
+    ) / n**2
+    var_prior = m * (1.0 - m) / (PRIOR_EXAMPLES + 1.0)
+    rate = (jeffreys * var_prior + m * var_data) / (var_prior + var_data)
+    gap = n * (_bernoulli_loss(rate, qq) - _bernoulli_loss(positives / n, qq))
+    return np.asarray(np.maximum(1.0, gap), dtype=np.float64)
 
 
 def glm_optimism(
@@ -348,8 +367,10 @@ def binary_harm_estimates(
         ``ece_before``, ``ece_after`` (≥ 0), ``nll_change`` (estimated held-out
         change per example, in-sample change plus optimism: negative is
         better), ``nll_change_in_sample``, ``optimism`` (per example),
-        ``nll_change_se``, ``harm_level``, ``threshold`` (z_{1−a}), ``groups``.
-        Released values only, no count; see the module docstring.
+        ``unseen`` (the small-sample guard: the loss one unseen positive and
+        one unseen negative would add where the map raises it most, per
+        example), ``nll_change_se``, ``harm_level``, ``threshold`` (z_{1−a}),
+        ``groups``. Released values only, no count; see the module docstring.
     """
     if not hist.is_consistent:
         hist = hist.consistent()
@@ -403,12 +424,17 @@ def binary_harm_estimates(
     var_change = hist.linear_variance(d_pos, cls=1) + hist.linear_variance(d_neg, cls=0)
     var_change += float(np.sum(np.maximum(pos, 0.0) * d_pos**2 + np.maximum(neg, 0.0) * d_neg**2))
     in_sample = (_nll(pos, neg, q) - _nll(pos, neg, mids)) / m_hat
+    # Laplace's guard: one unseen positive and one unseen negative where the map
+    # raises the loss most (heavy-tailed per-example changes: a few misclassified
+    # extreme scores the calibration sample happened not to hold).
+    unseen = (max(float(d_pos.max()), 0.0) + max(float(d_neg.max()), 0.0)) / m_hat
     return {
         "ece_before": ece_before / m_hat,
         "ece_after": ece_after / m_hat,
         "nll_change": in_sample + float(optimism) / m_hat,
         "nll_change_in_sample": in_sample,
         "optimism": float(optimism) / m_hat,
+        "unseen": unseen,
         "nll_change_se": math.sqrt(var_change) / m_hat,
         "harm_level": float(level),
         "threshold": harm_threshold(level),
@@ -428,9 +454,12 @@ def keep_or_decline(
     """``calibrator`` if its release shows it lowers the held-out ECE and NLL, else the identity.
 
     The map is kept when its estimated held-out ECE is below the uncalibrated
-    one and its estimated held-out NLL gain −Δ̂ exceeds z_{1−a} standard errors
+    one and its estimated held-out NLL gain −Δ̂, less the small-sample guard
+    (``unseen``: one unseen positive and one unseen negative where the map
+    hurts most, which vanishes as 1/M̂), exceeds z_{1−a} standard errors
     (one-sided test at level a = ``level``): under the normal approximation a
-    map whose true held-out change is ≥ 0 is kept with probability at most a.
+    map whose true held-out change is ≥ 0 is kept with probability at most a,
+    and the guard makes it smaller.
     The estimates (:func:`binary_harm_estimates`) are post-processing of
     ``hist``: no budget. Only for scores that are probabilities (domain
     [0, 1]); other domains keep the calibrator (the identity is no probability
@@ -447,7 +476,10 @@ def keep_or_decline(
         return calibrator
     est = binary_harm_estimates(hist, calibrator, optimism=optimism, n_params=n_params, level=level)
     z = est["threshold"]
-    helps = est["ece_after"] < est["ece_before"] and -est["nll_change"] > z * est["nll_change_se"]
+    helps = (
+        est["ece_after"] < est["ece_before"]
+        and -(est["nll_change"] + est["unseen"]) > z * est["nll_change_se"]
+    )
     if helps:
         if any(f.name == "harm_estimates" for f in fields(calibrator)):
             return replace(calibrator, harm_estimates=est)  # type: ignore[call-arg]
@@ -456,9 +488,10 @@ def keep_or_decline(
         f"from its own release the uncalibrated scores have ECE ≈ {est['ece_before']:.4f} and "
         f"the learned map is expected to give ECE ≈ {est['ece_after']:.4f} on new data; its "
         f"estimated held-out change of the NLL is {est['nll_change']:+.4f} "
-        f"± {est['nll_change_se']:.2g} per example (standard error; in-sample "
-        f"{est['nll_change_in_sample']:+.4f} plus {est['optimism']:.2g} optimism). A map is "
-        f"kept only if it lowers the ECE and its NLL gain exceeds {z:.3g} standard errors "
+        f"± {est['nll_change_se']:#.2g} per example (standard error; in-sample "
+        f"{est['nll_change_in_sample']:+.4f} plus {est['optimism']:#.2g} optimism). A map is "
+        f"kept only if it lowers the ECE and its NLL gain, less {est['unseen']:#.2g} for one "
+        f"unseen example of each class where it hurts most, exceeds {z:.3g} standard errors "
         f"(one-sided level {level:g})"
     )
     warn_degenerate(
@@ -570,7 +603,8 @@ def multiclass_harm_estimates(
     -------
     dict
         ``cwece_before``, ``cwece_after``, ``brier_before``, ``brier_after``,
-        ``brier_change_se``: released values only, no count.
+        ``brier_change_se``, ``logloss_change``, ``logloss_unseen``,
+        ``logloss_change_se``: released values only, no count.
 
     Notes
     -----
@@ -620,6 +654,24 @@ def multiclass_harm_estimates(
       the variance the independent-example model gives the total, kept in
       [1, ``design_effect``]; with fewer rounds, D = ``design_effect`` (at
       most 1e6: the change's sampling part then swamps any gain).
+
+    * **One-vs-rest log loss** Σ_j [P_jb(−log q) + N_jb(−log(1 − q))] with q
+      floored at ``PROBABILITY_FLOOR`` as the calibrator predicts: its change
+      from the uncalibrated loss (in-sample, linear in the raw counts; the
+      uncalibrated loss of a fine bin at its midpoint, but in the two end bins
+      [lo, hi), where confident models' confidences crowd and the loss is
+      unbounded, at its best case −log hi for a positive and −log(1 − lo) for
+      a negative, so that no gain is credited that those bins cannot show)
+      plus the optimism of every map bin
+      (:func:`rate_optimism`: Akaike's 1, or the empirical-Bayes price of
+      positives the bin did not show, times α_j), ``logloss_change``; the
+      small-sample guard ``logloss_unseen`` (one unseen positive and negative
+      of each class where the map raises the loss most); its standard error as
+      the Brier score's. The multiclass NLL of a renormalised row is not a
+      function of the one-vs-rest histograms; this is its proxy, and it sees
+      what the Brier score does not: a held-out example in a bin whose map
+      value is at the floor (digits, 10 classes, 720 examples: held-out NLL
+      +120-180% with a better Brier score).
 
     Documented approximations: the uncalibrated confidence of a fine bin is
     its midpoint; the final renormalisation over classes is ignored (the
@@ -696,6 +748,49 @@ def multiclass_harm_estimates(
         each = 2.0 * a * shrink * (q_b * (1.0 - q_b) + v_b / np.maximum(n_b, 1.0))
         return np.asarray(np.minimum(each, n_b).sum(axis=1), dtype=np.float64)
 
+    # One-vs-rest log loss (Σ_j binary log loss of class j's map), the NLL's proxy:
+    # the Brier score barely sees a held-out example of class j in a bin whose map
+    # value is at the floor, the log loss pays −log(floor) for it.
+    # The uncalibrated loss of a fine bin is taken at its midpoint, except in the two
+    # end bins, where the confidences of a confident model crowd towards 0 and 1 and
+    # the loss varies without bound: there its best case, −log(hi) for a positive and
+    # −log(1 − lo) for a negative, so that no gain is credited that the bin cannot
+    # show. (With midpoints everywhere, a map on digits was credited with a gain of
+    # 0.2 nats per example, −log(1 − 1/30) for every negative in the first bin, where
+    # the held-out NLL rose by 0.19.)
+    qf = np.clip(mapped, PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR)
+    s_pos = np.array(mids)
+    s_neg = np.array(mids)
+    s_pos[0], s_neg[0] = 1.0 / n_fine, 0.0
+    s_pos[-1], s_neg[-1] = 1.0, 1.0 - 1.0 / n_fine
+    s_pos = np.clip(np.broadcast_to(s_pos, (c, n_fine)), PROBABILITY_FLOOR, 1.0)
+    s_neg = np.clip(np.broadcast_to(s_neg, (c, n_fine)), 0.0, 1.0 - PROBABILITY_FLOOR)
+    ll_pos = np.log(s_pos) - np.log(qf)
+    ll_neg = np.log1p(-s_neg) - np.log1p(-qf)
+    ll_in = float(np.sum(positive * ll_pos + negative * ll_neg)) / m_hat
+    q_fk = np.where(
+        w_k > 0, per_bin(qf * weight) / np.where(w_k > 0, w_k, 1.0), per_bin(qf) / width
+    )
+    n_fit = np.maximum(per_bin(positive + negative), 1.0)
+    p_fit = np.clip(per_bin(positive), 0.0, n_fit)
+    prior_mean = np.where(
+        w_k > 0, per_bin(s * weight) / np.where(w_k > 0, w_k, 1.0), per_bin(s) / width
+    )
+    ll_opt = float(
+        np.sum(
+            a
+            * rate_optimism(
+                n_fit, p_fit, per_bin(var_positive), per_bin(var_negative), q_fk, prior_mean
+            )
+        )
+    )
+    ll_unseen = float(
+        np.sum(np.maximum(ll_pos.max(axis=1), 0.0) + np.maximum(ll_neg.max(axis=1), 0.0))
+    )
+    ll_var = float(
+        np.sum((deff * pp + var_positive) * ll_pos**2 + (deff * nn + var_negative) * ll_neg**2)
+    )
+
     if scheme_weights is None:
         opt_total = float(np.sum(optimism(map_bins, 0.0)))
     else:
@@ -710,6 +805,9 @@ def multiclass_harm_estimates(
         "brier_before": brier_before,
         "brier_after": brier_in + deff * opt_total / m_hat,
         "brier_change_se": math.sqrt(var_change) / m_hat,
+        "logloss_change": ll_in + deff * ll_opt / m_hat,
+        "logloss_unseen": ll_unseen / m_hat,
+        "logloss_change_se": math.sqrt(ll_var) / m_hat,
     }
 
 
@@ -762,8 +860,10 @@ def keep_or_decline_multiclass(
     """``calibrator`` if its release predicts it lowers cwECE and the Brier score, else the identity.
 
     The map is kept when the predicted classwise ECE is below the uncalibrated
-    one and the predicted Brier score (with its optimism) is below the
-    uncalibrated one by more than one standard error of the change
+    one, the predicted Brier score (with its optimism) is below the
+    uncalibrated one by more than one standard error of the change, and the
+    predicted one-vs-rest log-loss gain, less its small-sample guard, exceeds
+    z_{1−a} standard errors (a = ``HARM_LEVEL``)
     (:func:`multiclass_harm_estimates`). The decision and the estimates go
     into ``procedure`` (``applied``, ``harm_estimates``) either way; with
     ``enabled=False`` the map is kept whatever they say.
@@ -776,9 +876,11 @@ def keep_or_decline_multiclass(
         ``UserWarning`` with the released estimates (never a count).
     """
     est = {k: float(v) for k, v in estimates.items()}
+    z = harm_threshold(HARM_LEVEL)
     helps = (
         est["cwece_after"] < est["cwece_before"]
         and est["brier_after"] + est["brier_change_se"] < est["brier_before"]
+        and -(est["logloss_change"] + est["logloss_unseen"]) > z * est["logloss_change_se"]
     )
     if helps or not enabled:
         procedure = {**calibrator.procedure, "applied": True, "harm_estimates": est}
@@ -787,9 +889,13 @@ def keep_or_decline_multiclass(
     reason = (
         f"its own (noisy) release estimates the classwise ECE of the uncalibrated "
         f"probabilities at {max(est['cwece_before'], 0.0):.4f} and that of the learned map on "
-        f"new data at {max(est['cwece_after'], 0.0):.4f}, and the map's change of the Brier "
-        f"score at {change:+.4f} ± {est['brier_change_se']:.2g} (standard error; negative is "
-        "better)"
+        f"new data at {max(est['cwece_after'], 0.0):.4f}, the map's change of the Brier "
+        f"score at {change:+.4f} ± {est['brier_change_se']:.4f} and of the one-vs-rest log "
+        f"loss at {est['logloss_change']:+.4f} ± {est['logloss_change_se']:.4f} (standard "
+        "errors; negative is better); a map is kept only if it lowers the classwise ECE, the "
+        "Brier score by more than one standard error, and the log loss, less "
+        f"{est['logloss_unseen']:#.2g} for one unseen example of each class where it hurts "
+        f"most, by more than {z:.3g} standard errors (one-sided level {HARM_LEVEL})"
     )
     warn_degenerate(
         f"{method} calibration was not applied: {reason}; returning the identity map (the "

@@ -568,8 +568,8 @@ def _rounds(
         applied = False
         reason = (
             f"the estimated held-out change of the NLL is {estimate:+.4g} (released, in-sample) "
-            f"+ {optimism:.2g} (optimism of {d} fitted parameter(s)) = {-gain:+.4g} "
-            f"± {se:.2g} (standard error) per {units}; the map is kept only if its gain "
+            f"+ {optimism:#.2g} (optimism of {d} fitted parameter(s)) = {-gain:+.4g} "
+            f"± {se:#.2g} (standard error) per {units}; the map is kept only if its gain "
             f"exceeds {z:.3g} standard errors (one-sided level {HARM_LEVEL})"
         )
     if not applied:
