@@ -262,7 +262,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 seed, the four smaller tasks")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per (task, model)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--methods", nargs="*", default=None, help="only these methods (default: all)"
+    )
     args = parser.parse_args()
+    if args.methods:
+        global BINARY_METHODS, SCALING_METHODS, MULTICLASS_METHODS
+        keep = set(args.methods)
+        BINARY_METHODS = tuple(m for m in BINARY_METHODS if m in keep)
+        SCALING_METHODS = tuple(m for m in SCALING_METHODS if m in keep)
+        MULTICLASS_METHODS = tuple(m for m in MULTICLASS_METHODS if m in keep)
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
     tasks = (
         ["breast_cancer", "digits-binary", "anes96", "fair"]

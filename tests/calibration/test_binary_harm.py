@@ -144,3 +144,16 @@ def test_a_small_calibration_set_does_not_license_sharpening(seed: int) -> None:
     assert after <= 1.01 * before
     if isinstance(cal, IdentityCalibrator):
         assert cal.estimates["unseen"] > 0 and "unseen" in cal.reason
+
+
+@pytest.mark.parametrize("method", ["binning", "bbq", "temperature", "platt", "auto"])
+def test_harm_level_is_validated_before_the_release(method: str) -> None:
+    from fedeval.privacy.ledger import BudgetLedger
+
+    s, y = _threshold_task(500, 5)
+    fed = fe.Federation.from_arrays(s, y)
+    ledger = BudgetLedger(1.0)
+    for bad in (0.0, 0.5, 1.2):
+        with pytest.raises(ValueError, match="harm_level"):
+            fe.calibrate(fed, fe.DistributedDP(1.0), method=method, harm_level=bad, ledger=ledger)
+    assert ledger.spent_epsilon == 0.0
