@@ -204,7 +204,8 @@ def test_calibrate_bad_input_leaves_no_files(
     args = ["calibrate", str(scores_csv), "--score", "s", "--label", "y", "--out", str(out)]
     assert main([*args, "--privacy", "userdp", "--epsilon", "1"]) == 2
     assert "--delta" in capsys.readouterr().err
-    assert main([*args, "--privacy", "sa", "--method", "temperature"]) == 2
+    # Binary scores take binning, bbq, temperature (and platt, auto); not vector scaling.
+    assert main([*args, "--privacy", "sa", "--method", "vector"]) == 2
     assert "binary" in capsys.readouterr().err
     assert not out.exists()
 

@@ -362,3 +362,20 @@ def test_defined_is_where_the_released_class_quantiles_exist(privacy: Any) -> No
             assert _defined(t) == want
             seen.add(want)
     assert seen == {True, False}
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"n_quantiles": 64}, {"interpolation": "linear"}, {"pr_strategy": "combine"}],
+)
+def test_quantile_curve_options_with_the_dense_curve_are_refused(option) -> None:
+    """Issue 27: the dense curve ignores these options; passing one is an error that names
+    it and the curve that would use it (it silently did nothing before)."""
+    s = np.linspace(0, 1, 200)
+    fed = fe.Federation.from_arrays(s, (np.arange(200) % 3 == 0).astype(int))
+    (name,) = option
+    with pytest.raises(ValueError, match=f"{name}.*curve='quantile'"):
+        fe.evaluate(fed, fe.SecureAggregation(), height=4, **option)
+    # The same option with the quantile curve is used.
+    ev = fe.evaluate(fed, fe.SecureAggregation(), height=4, curve="quantile", **option)
+    assert ev.parameters[name] == option[name]

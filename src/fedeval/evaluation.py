@@ -599,6 +599,34 @@ def resolve_parameters(
     return chosen, params
 
 
+def _refuse_unused_curve_options(
+    curve: str, n_quantiles: int | None, interpolation: str, pr_strategy: str
+) -> None:
+    """ValueError for a quantile-curve option given with the dense curve, which ignores it.
+
+    ``n_quantiles`` counts as given when it is not None; ``interpolation`` and
+    ``pr_strategy`` when they differ from their defaults ("pchip", "separate"),
+    which callers such as the command line pass whatever the curve.
+    """
+    if curve != "dense":
+        return
+    given = [
+        name
+        for name, value, default in (
+            ("n_quantiles", n_quantiles, None),
+            ("interpolation", interpolation, "pchip"),
+            ("pr_strategy", pr_strategy, "separate"),
+        )
+        if value != default
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} only shape(s) the quantile curves (Xu-Cormode); the dense "
+            "curve (curve='dense', the default) does not use it and would ignore it: pass "
+            "curve='quantile' to use it, or leave it out"
+        )
+
+
 def evaluate(
     fed: Federation | Scan,
     privacy: PrivacyModel,
@@ -641,12 +669,14 @@ def evaluate(
         Shorthand for ``public=Public(n_examples=...)``: a number of examples
         the caller declares public (a published size or a public bound).
     height, n_buckets, n_quantiles : int, optional
-        Chosen by :func:`fedeval.plan` unless given.
+        Chosen by :func:`fedeval.plan` unless given; ``n_quantiles`` only for
+        ``curve="quantile"`` (an error with the dense curve, which ignores it).
     branching : int
     interpolation : {"pchip", "linear"}
-        ECDF reconstruction from quantiles (Xu–Cormode §3.1), for ``curve="quantile"``.
+        ECDF reconstruction from quantiles (Xu–Cormode §3.1), for ``curve="quantile"``
+        only: "linear" with the dense curve is an error.
     pr_strategy : {"separate", "combine"}
-        For ``curve="quantile"``.
+        For ``curve="quantile"`` only: "combine" with the dense curve is an error.
     auc_buckets : {"dense", "equi-depth", "uniform"}
         "dense" (default): the AUC is the trapezoid area of the dense ROC curve
         (H_B over every bin of its level); the others are H_B over ``n_buckets``
@@ -677,7 +707,9 @@ def evaluate(
     Raises
     ------
     ValueError
-        Multiclass data, bad parameters; without differential privacy
+        Multiclass data, bad parameters, a quantile-curve option (``n_quantiles``,
+        a non-default ``interpolation`` or ``pr_strategy``) with the dense curve;
+        without differential privacy
         (secure aggregation) also a class with no examples (AUC undefined).
     BudgetExceededError
         The ledger cannot afford the release; nothing is released.
@@ -746,6 +778,7 @@ def evaluate(
             )
         return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger, public=public)
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
+    _refuse_unused_curve_options(curve, n_quantiles, interpolation, pr_strategy)
     private = getattr(privacy, "regime", None) != "exact"
     if not private:
         # No differential privacy: the exact counts are what the release shows anyway.

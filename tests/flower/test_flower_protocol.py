@@ -109,7 +109,7 @@ def test_sa_client_encodings_sum_to_the_in_process_release() -> None:
     for a, b in zip(tree.levels, ref.levels, strict=True):
         np.testing.assert_array_equal(a, b)
     ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
-    direct = fe.evaluate(fed, fe.SecureAggregation(), height=4, n_buckets=4, n_quantiles=16)
+    direct = fe.evaluate(fed, fe.SecureAggregation(), height=4, n_buckets=4)
     assert ev.roc_auc == direct.roc_auc
     assert ev.parameters["n_clients"] == fed.n_clients
 

@@ -31,7 +31,32 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.receipt import Receipt
 
-__all__ = ["Calibrator", "calibrator_from_json", "register", "warn_degenerate"]
+__all__ = [
+    "PROBABILITY_FLOOR",
+    "Calibrator",
+    "calibrator_from_json",
+    "check_prob_floor",
+    "register",
+    "warn_degenerate",
+]
+
+#: Smallest probability a binning / scaling calibrator predicts (its complement
+#: the largest). A public constant: a released bin value of 0 (a bin with no
+#: positive) would make the held-out NLL infinite; 1e-4 bounds one such
+#: example's NLL by −log(1e-4) ≈ 9.2 nats.
+PROBABILITY_FLOOR = 1e-4
+
+
+def check_prob_floor(value: Any) -> float:
+    """``prob_floor`` as a float in (0, 0.5) (ValueError / TypeError otherwise)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"prob_floor must be a number in (0, 0.5), got {value!r}") from None
+    if not 0.0 < f < 0.5:
+        raise ValueError(f"prob_floor must lie in (0, 0.5), got {value!r}")
+    return f
+
 
 _REGISTRY: dict[str, type[Calibrator]] = {}
 

@@ -17,7 +17,12 @@ Pipeline
       counts; buckets whose estimated total is not positive take the overall
       positive fraction;
    d. clamping of the fractions to [0, 1] (noise can push a ratio of noisy
-      counts outside it).
+      counts outside it);
+   e. flooring at the public ``prob_floor`` (default
+      :data:`~fedeval.calibration.base.PROBABILITY_FLOOR`, 1e-4, as the
+      multiclass binning): every bucket predicts a probability in
+      [prob_floor, 1 − prob_floor], so no held-out example has an infinite
+      log loss (a bucket without positives otherwise predicts exactly 0).
 
 Bucket convention
 -----------------
@@ -44,7 +49,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
-from fedeval.calibration.base import Calibrator, register, warn_degenerate
+from fedeval.calibration.base import (
+    PROBABILITY_FLOOR,
+    Calibrator,
+    check_prob_floor,
+    register,
+    warn_degenerate,
+)
+from fedeval.calibration.do_no_harm import HARM_LEVEL, harm_threshold
 from fedeval.data import Federation
 from fedeval.planning import public_example_count
 from fedeval.privacy.ledger import BudgetLedger
@@ -92,6 +104,12 @@ class HistogramBinningCalibrator(Calibrator):
         Released (noisy, consistent) per-class counts of each bucket.
     post_processing : list of str
         The named post-processing steps applied to the release, in order.
+    prob_floor : float
+        The public floor: every prediction lies in [prob_floor, 1 − prob_floor].
+    harm_estimates : dict
+        The do-no-harm estimates that kept the map
+        (:func:`~fedeval.calibration.do_no_harm.binary_harm_estimates`; empty
+        when do-no-harm was off).
     receipt : dict
         The receipt of the release the calibrator was built from.
     """
@@ -111,6 +129,8 @@ class HistogramBinningCalibrator(Calibrator):
     positive_counts: NDArray[np.float64]
     negative_counts: NDArray[np.float64]
     post_processing: list[str] = field(default_factory=list)
+    prob_floor: float = PROBABILITY_FLOOR
+    harm_estimates: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_bins(self) -> int:
@@ -137,7 +157,8 @@ class HistogramBinningCalibrator(Calibrator):
             Non-numeric scores.
         """
         s = check_raw_scores(scores)
-        return self.probabilities[bucket_of(self.edges, s)]
+        p = self.probabilities[bucket_of(self.edges, s)]
+        return np.clip(p, self.prob_floor, 1.0 - self.prob_floor)
 
 
 # ------------------------------------------------------------------- helpers
@@ -411,8 +432,24 @@ def _overall_fraction(hist: HierarchicalHistogram) -> float:
 
 
 # ------------------------------------------------------------------- public
+def floor_probabilities(
+    probs: NDArray[np.float64], prob_floor: float
+) -> tuple[NDArray[np.float64], str]:
+    """Post-processing step (e): clip to [prob_floor, 1 − prob_floor], and its record."""
+    floored = np.clip(probs, prob_floor, 1.0 - prob_floor)
+    changed = int(np.count_nonzero(floored != probs))
+    return floored, (
+        f"floor probabilities at prob_floor = {prob_floor:g} (public): [{prob_floor:g}, "
+        f"{1.0 - prob_floor:g}] ({changed} of {probs.size} values changed)"
+    )
+
+
 def binning_from_hierarchy(
-    hist: HierarchicalHistogram, *, n_bins: int | None = None, privacy: BinaryPrivacy | None = None
+    hist: HierarchicalHistogram,
+    *,
+    n_bins: int | None = None,
+    privacy: BinaryPrivacy | None = None,
+    prob_floor: float = PROBABILITY_FLOOR,
 ) -> HistogramBinningCalibrator:
     """Histogram-binning calibrator from a released score hierarchy (post-processing only).
 
@@ -429,6 +466,8 @@ def binning_from_hierarchy(
         than the noise supports.
     privacy : model, optional
         Only used for the default B (its ε under local DP); default: SA rule.
+    prob_floor : float
+        Public floor in (0, 0.5): predictions lie in [prob_floor, 1 − prob_floor].
 
     Returns
     -------
@@ -447,6 +486,7 @@ def binning_from_hierarchy(
     """
     if hist.spec.n_classes != 2:
         raise ValueError(f"binning needs a two-class hierarchy, got {hist.spec.n_classes} classes")
+    floor = check_prob_floor(prob_floor)
     steps = []
     if not hist.is_consistent:
         hist = hist.consistent()
@@ -477,6 +517,8 @@ def binning_from_hierarchy(
     _, var_neg = hist.range_counts(edges[:-1], edges[1:], cls=0)
     probs, more = _positive_fraction(pos, neg, _overall_fraction(hist))
     steps.extend(more)
+    probs, step = floor_probabilities(probs, floor)
+    steps.append(step)
     total = pos + neg
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(
@@ -491,6 +533,7 @@ def binning_from_hierarchy(
         positive_counts=pos,
         negative_counts=neg,
         post_processing=steps,
+        prob_floor=floor,
         **receipt_record(hist),
     )
 
@@ -508,6 +551,8 @@ def histogram_binning(
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
     do_no_harm: bool = True,
+    prob_floor: float = PROBABILITY_FLOOR,
+    harm_level: float = HARM_LEVEL,
 ) -> Calibrator:
     """Federated histogram-binning calibration of a binary score (Cormode–Markov §6).
 
@@ -550,11 +595,26 @@ def histogram_binning(
     ledger : BudgetLedger, optional
         Charged once for the hierarchy release; by default a fresh ledger
         holding the model's budget.
+    do_no_harm : bool
+        Keep the map only if its own release shows it lowers the held-out ECE
+        and NLL (:func:`~fedeval.calibration.do_no_harm.keep_or_decline`: the
+        estimated held-out NLL gain must exceed z_{1−a} standard errors);
+        otherwise return an
+        :class:`~fedeval.calibration.do_no_harm.IdentityCalibrator` carrying
+        the reason. Post-processing, no budget.
+    prob_floor : float
+        Public floor in (0, 0.5) of every prediction (default 1e-4,
+        :data:`~fedeval.calibration.base.PROBABILITY_FLOOR`).
+    harm_level : float
+        The one-sided level a in (0, 0.5) of the do-no-harm test (default
+        0.05, z = 1.645): a map that does not help is kept with probability at
+        most about a.
 
     Returns
     -------
-    HistogramBinningCalibrator
-        Records the guarantee and the ledger entries of the release.
+    HistogramBinningCalibrator or IdentityCalibrator
+        Records the guarantee and the ledger entries of the release (and the
+        do-no-harm estimates, ``harm_estimates``).
 
     Raises
     ------
@@ -585,6 +645,8 @@ def histogram_binning(
     check_binary_inputs(fed, privacy)
     if n_bins is not None:
         check_int_at_least(n_bins, 1, name="n_bins")
+    floor = check_prob_floor(prob_floor)
+    harm_threshold(harm_level)  # validates the level before the release
     hist = release_scores_hierarchy(
         fed,
         privacy,
@@ -597,9 +659,14 @@ def histogram_binning(
         rng=rng,
         ledger=ledger,
     )
-    cal = binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy)
-    from fedeval.calibration.do_no_harm import keep_or_decline
+    cal = binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy, prob_floor=floor)
+    from fedeval.calibration.do_no_harm import bucket_optimism, keep_or_decline
 
+    if not do_no_harm:
+        return cal
+    optimism = bucket_optimism(
+        hist, [(cal.edges, cal.probabilities)], np.ones(1), prior_strength=0.0
+    )
     return keep_or_decline(
-        cal, hist, method="binning", n_map_bins=cal.n_bins, enabled=bool(do_no_harm)
+        cal, hist, method="binning", optimism=optimism, n_params=cal.n_bins, level=harm_level
     )
