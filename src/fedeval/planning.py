@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from fedeval.privacy.models import PrivacyModel, Regime, privacy_model
 from fedeval.validation import check_int_at_least, check_positive
 
-__all__ = ["ERROR_CONSTANTS", "Plan", "error_rates", "plan", "public_example_count"]
+__all__ = ["ERROR_CONSTANTS", "Plan", "error_rates", "plan"]
 
 #: C in "predicted error = C × rate", per (noise regime, metric); see the module docstring.
 #: "exact" is secure aggregation, "central" noise on the aggregate (distributed or
@@ -332,44 +332,4 @@ def error_rates(chosen: Plan) -> dict[str, float]:
         chosen.branching**chosen.height,
         chosen.n_buckets,
         chosen.n_quantiles,
-    )
-
-
-def public_example_count(
-    privacy: PrivacyModel, n_examples: int, *, declared: int | None = None
-) -> tuple[int | None, str]:
-    """The number of examples that may be used to choose parameters, and why.
-
-    Parameters
-    ----------
-    privacy : privacy model
-    n_examples : int
-        The true number of examples (used only where it is public).
-    declared : int, optional
-        A number the caller declares public (e.g. a published cohort size or a
-        public bound); it is used as is and never compared with the data (a
-        comparison would itself depend on the data).
-
-    Returns
-    -------
-    count : int or None
-        ``declared`` if given; else ``n_examples`` when the model adds no noise
-        (regime ``"exact"``) or makes the count public
-        (``privacy.example_count_public``: local DP, label DP, replacement of
-        one example); else None (plan from the number of clients).
-    source : str
-        Where the count came from, in words (stored in ``parameters["public_inputs"]``).
-    """
-    if declared is not None:
-        count = check_int_at_least(declared, 1, name="n_examples")
-        return count, "declared public by the caller (used for planning only, not checked)"
-    if getattr(privacy, "regime", None) == "exact":
-        return n_examples, "public: the privacy model adds no noise"
-    if bool(getattr(privacy, "example_count_public", False)):
-        return n_examples, (
-            "public under the privacy model (neighbouring datasets have the same number of examples)"
-        )
-    return None, (
-        "not public under the privacy model: parameters planned from the number of clients "
-        "(pass n_examples= to declare a public count)"
     )

@@ -42,7 +42,7 @@ B/(ε√M) balanced against √(B/M)). ``M`` is the *released* total count
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -58,10 +58,11 @@ from fedeval.calibration.base import (
 )
 from fedeval.calibration.do_no_harm import HARM_LEVEL, harm_threshold
 from fedeval.data import Federation
-from fedeval.planning import public_example_count
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.randomness import RNGLike
+from fedeval.privacy.receipt import compose
+from fedeval.public_facts import Public, planning_size
+from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.grid import bin_of_edges
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec, LevelBudget, layout_of
@@ -71,9 +72,9 @@ __all__ = [
     "HistogramBinningCalibrator",
     "binning_from_hierarchy",
     "default_n_bins",
+    "height_for",
     "histogram_binning",
     "noise_aware_n_bins",
-    "planning_size",
     "predicted_bins_error",
 ]
 
@@ -281,47 +282,14 @@ def noise_aware_n_bins(hist: HierarchicalHistogram, m_hat: float) -> tuple[int, 
     return best, supported
 
 
-def planning_size(fed: Federation, privacy: BinaryPrivacy, n_examples: int | None) -> float:
-    """M for choosing parameters before the release, from public inputs only.
+def height_for(n_bins: int) -> int:
+    """The hierarchy height for B buckets under DP: B buckets need only ~2B leaves.
 
-    Parameters that are published (the hierarchy height is in the receipt)
-    must not depend on a count the privacy model protects. In order:
-
-    1. ``n_examples`` declared by the user (a public input);
-    2. the exact number of examples when the model makes it public (secure
-       aggregation claims no DP; local DP sends one report per example;
-       DistDP with replacement neighbours and no contribution bound);
-    3. otherwise the number of participating clients K, public in federated
-       learning (the clients that send shares), times the contribution bound
-       when one is declared (an upper bound on M), else K itself (a lower
-       bound on M: every client holds at least one example).
-
-    Never the exact number of examples under a model that protects it.
+    Under DP every level costs budget (DistDP: ε/h per level; LDP: M/h reports
+    per level), so a shallower tree is more accurate (measured in
+    ``benchmarks/bench_calibration_binary.py``).
     """
-    count, _ = public_example_count(privacy, fed.n_examples, declared=n_examples)
-    if count is not None:
-        return float(count)
-    bound = getattr(privacy, "contribution_bound", None)
-    return float(fed.n_clients * (int(bound) if bound is not None else 1))
-
-
-def _default_height(
-    fed: Federation, privacy: BinaryPrivacy, n_bins: int | None, n_examples: int | None
-) -> int:
-    if privacy.regime == "exact":
-        # Exact sums: finer leaves only sharpen the quantiles.
-        return DEFAULT_HEIGHT
-    # Under DP every level costs budget (DistDP: ε/h per level; LDP: M/h reports
-    # per level), and B buckets only need ~2B leaves: a shallower tree is more
-    # accurate (measured in benchmarks/bench_calibration_binary.py). The height
-    # is chosen before the release and published in the receipt, so it comes
-    # from the requested B or the rule at a public size (planning_size).
-    b = (
-        n_bins
-        if n_bins is not None
-        else default_n_bins(planning_size(fed, privacy, n_examples), privacy)
-    )
-    return int(min(DEFAULT_HEIGHT, max(3, math.ceil(math.log2(2 * b)))))
+    return int(min(DEFAULT_HEIGHT, max(3, math.ceil(math.log2(2 * n_bins)))))
 
 
 def release_scores_hierarchy(
@@ -336,12 +304,49 @@ def release_scores_hierarchy(
     path: Path,
     rng: RNGLike,
     ledger: BudgetLedger | None,
+    public: Public | None = None,
 ) -> HierarchicalHistogram:
-    h = _default_height(fed, privacy, n_bins, n_examples) if height is None else height
+    """The per-class score hierarchy every binary calibrator is learned from.
+
+    The height is published (the receipt has one part per level), so it is
+    chosen from public inputs only: the requested ``height``, or the one for
+    the requested ``n_bins``, or the default number of buckets at a public
+    size (declared ``n_examples``/``public``, or a size the model makes public)
+    — else at a noisy count of the examples released first with
+    :data:`fedeval.public_facts.COUNT_SHARE` of the budget
+    (:func:`fedeval.public_facts.planning_size`). The returned tree's receipt
+    then composes both releases. Exact sums (no DP) use
+    :data:`DEFAULT_HEIGHT`.
+    """
+    gen = as_generator(rng)
+    model: BinaryPrivacy = privacy
+    count_receipt = None
+    if height is not None:
+        h = height
+    elif privacy.regime == "exact":
+        h = DEFAULT_HEIGHT  # exact sums: finer leaves only sharpen the quantiles
+    elif n_bins is not None:
+        h = height_for(n_bins)
+    else:
+        declared = public or Public()
+        if n_examples is not None:
+            declared = Public(declared.n_clients, n_examples, declared.score_range)
+        size = planning_size(fed, privacy, public=declared, path=path, rng=gen, ledger=ledger)
+        model = size.remaining
+        count_receipt = size.receipt
+        h = height_for(default_n_bins(float(size.n_examples), privacy))
     sketch = HierarchySketch(HierarchySpec(h, branching, fed.score_range, 2))
     decoded: HierarchicalHistogram = release(
-        fed, sketch, privacy, layout=layout_of(level_budget), path=path, rng=rng, ledger=ledger
+        fed, sketch, model, layout=layout_of(level_budget), path=path, rng=gen, ledger=ledger
     ).decode()
+    if count_receipt is not None:
+        composed = compose(
+            [count_receipt, decoded.receipt],
+            "calibration hierarchy planned from a released count: [1] the count, [2] the hierarchy",
+        )
+        decoded = replace(
+            decoded, receipt=replace(composed, sensitivity=dict(decoded.receipt.sensitivity))
+        )
     return decoded
 
 
@@ -573,10 +578,11 @@ def histogram_binning(
     n_examples : int, optional
         A declared, public number of calibration examples M, used only to plan
         the default height. Default: the exact count where the model makes it
-        public (SA, LDP), else the number of participating clients (times the
-        contribution bound when one is declared): see :func:`planning_size`.
-        The exact number of examples is never used under a model that
-        protects it, since the height is published in the receipt.
+        public (SA, LDP, replacement), else a noisy count released first with
+        5 % of the budget (:func:`fedeval.public_facts.planning_size`; the
+        receipt composes both). The exact number of examples or of clients is
+        never used under a model that protects it, since the height is
+        published in the receipt.
     height : int, optional
         Hierarchy height. Default: 10 under secure aggregation (Cormode–Markov
         §7); under DistDP and LDP ``ceil(log2(2 B))`` clipped to [3, 10], with
@@ -632,8 +638,8 @@ def histogram_binning(
     or per client, as ``privacy`` states. Local DP: ε-LDP per example.
     Everything after the release is post-processing (the number of buckets
     comes from the released total). Public inputs: the score domain, the
-    height and branching (planned from :func:`planning_size`), ``n_bins`` and
-    a declared ``n_examples``. Degenerate data (one class, a released total
+    height and branching (planned from public inputs or a released count,
+    :func:`release_scores_hierarchy`), ``n_bins`` and a declared ``n_examples``. Degenerate data (one class, a released total
     that is not positive) give a calibrator with a named fallback and a
     warning, never an error.
 
