@@ -169,6 +169,8 @@ PLANTED: list[tuple[str, dict[str, str], set[tuple[str, str]]]] = [
      {X: "def f(rng):\n    return rng.normal(0, 1, 3)\n"}, {(X, "draw")}),
     ("draw from numpy's global state",
      {X: "import numpy as np\ndef f():\n    return np.random.normal(size=3)\n"}, {(X, "draw")}),
+    ("draw of raw bits",
+     {X: "def f(rng):\n    return rng.bit_generator.random_raw()\n"}, {(X, "draw")}),
     ("draw by a bare numpy.random name",
      {X: "from numpy.random import normal\ndef f():\n    return normal()\n"}, {(X, "draw")}),
     ("sampler through a plain module import",
@@ -189,6 +191,13 @@ PLANTED: list[tuple[str, dict[str, str], set[tuple[str, str]]]] = [
     ("sampler passed on by reference",
      {X: "import fedeval.privacy.mechanisms.laplace as L\n"
          "def f(run):\n    return run(L.sample_discrete_laplace)\n"}, {(X, "noise")}),
+    ("sampler imported below its use",
+     {X: "def f(rng):\n    return L.sample_discrete_laplace(1, rng)\n"
+         "import fedeval.privacy.mechanisms.laplace as L\n"}, {(X, "noise")}),
+    ("sampler after a comprehension reusing its alias",
+     {X: "import fedeval.privacy.mechanisms.laplace as L\ndef f(xs, rng):\n"
+         "    ys = [L for L in xs]\n    return L.sample_discrete_laplace(1, rng), ys\n"},
+     {(X, "noise")}),
     ("ledger method called",
      {X: "def f(ledger, e):\n    ledger.charge(e)\n"}, {(X, "ledger")}),
     ("bare charge(...) bound to a ledger method",

@@ -165,7 +165,7 @@ DRAWS = frozenset(
         "logistic", "lognormal", "bytes", "chisquare", "f", "gumbel", "logseries",
         "multivariate_hypergeometric", "multivariate_normal", "noncentral_chisquare",
         "noncentral_f", "pareto", "power", "rayleigh", "standard_cauchy", "standard_t",
-        "triangular", "vonmises", "wald", "weibull", "zipf",
+        "triangular", "vonmises", "wald", "weibull", "zipf", "random_raw",
         # stdlib random
         "randint", "randrange", "gauss", "normalvariate", "choices", "sample", "getrandbits",
         "randbytes", "expovariate", "betavariate", "gammavariate", "lognormvariate",
@@ -454,7 +454,9 @@ class ModuleScan(ast.NodeVisitor):
         self.edges: list[Edge] = []
         self.violations: list[Violation] = []
         #: name -> (what it refers to, bound by a type-only import); None: a local value.
-        self.scopes: list[dict[str, tuple[Ref | None, bool]]] = [{}]
+        #: The module scope starts with every module-level import, so a function defined
+        #: above an import still sees it.
+        self.scopes: list[dict[str, tuple[Ref | None, bool]]] = [dict(module.exports)]
         self.models = project.model_classes()
         self.draws_allowed = self.rel.startswith(DRAW_ALLOWED)
         self.ledger_allowed = self.rel.startswith(LEDGER_ALLOWED)
@@ -524,6 +526,34 @@ class ModuleScan(ast.NodeVisitor):
             self.bind(a.arg, None)
         self.visit(node.body)
         self.scopes.pop()
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        self.scopes.append({})  # comprehension variables do not leak (Python 3)
+        for gen in node.generators:
+            self.visit(gen.iter)
+            self.visit(gen.target)
+            for cond in gen.ifs:
+                self.visit(cond)
+        if isinstance(node, ast.DictComp):
+            self.visit(node.key)
+            self.visit(node.value)
+        else:
+            self.visit(node.elt)
+        self.scopes.pop()
+
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        self._comprehension(node)
+
+    def visit_SetComp(self, node: ast.SetComp) -> None:
+        self._comprehension(node)
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> None:
+        self._comprehension(node)
+
+    def visit_DictComp(self, node: ast.DictComp) -> None:
+        self._comprehension(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
