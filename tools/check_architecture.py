@@ -134,9 +134,10 @@ KNOWN_CYCLES: Mapping[frozenset[str], str] = {
     # flower.simulate. Fix: move the argument definitions to flower/ (or a small
     # module both import). Both files are being changed by issue 29's CLI work.
     frozenset({"fedeval.cli", "fedeval.flower.simulate"}): "cli <-> flower/simulate",
-    # binning's one-call calibrator applies the do-no-harm gate, and the gate decodes
-    # held-out histograms with binning's helpers. Fix: move the shared helpers to a
-    # module both import. calibration/* is being changed by issue 29's calibration work.
+    # binning's one-call calibrator applies the do-no-harm gate (keep_or_decline), and
+    # the gate's identity calibrator checks scores with binning's check_raw_scores.
+    # Fix: move check_raw_scores to calibration/base.py, which both import.
+    # calibration/* is being changed by issue 29's calibration work.
     frozenset(
         {"fedeval.calibration.binning", "fedeval.calibration.do_no_harm"}
     ): "calibration/binning <-> calibration/do_no_harm",
