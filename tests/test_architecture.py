@@ -284,6 +284,21 @@ def test_a_cycle_is_reported_module_by_module(tmp_path: Path) -> None:
     )
 
 
+def test_a_longer_cycle_is_walked_in_import_order(tmp_path: Path) -> None:
+    ring3 = {
+        "metrics/a.py": "import fedeval.metrics.c\n",
+        "metrics/b.py": "import fedeval.metrics.a\n",
+        "metrics/c.py": "X = 1\n\nimport fedeval.metrics.b\n",
+    }
+    report = run(tmp_path, ring3)
+    (ring,) = report.cycles  # type: ignore[attr-defined]
+    assert [(e.source, e.target, e.line) for e in ring] == [
+        ("fedeval.metrics.a", "fedeval.metrics.c", 1),
+        ("fedeval.metrics.c", "fedeval.metrics.b", 3),
+        ("fedeval.metrics.b", "fedeval.metrics.a", 1),
+    ]
+
+
 def test_a_type_only_cycle_is_reported_but_allowed(tmp_path: Path) -> None:
     b = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from fedeval.metrics.a import f\n"
     report = run(tmp_path, {"metrics/a.py": "import fedeval.metrics.b\n", "metrics/b.py": b})

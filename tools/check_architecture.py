@@ -857,14 +857,12 @@ def cycles_in(component: set[str], edges: Mapping[tuple[str, str], Edge]) -> lis
                     queue.append(w)
         if not found:
             continue
-        path = [start]
+        back = [start]  # start, then its predecessors on the cycle, walking back
         v = parent[start]
         while v != start:
-            path.append(v)
+            back.append(v)
             v = parent[v]
-        path.reverse()  # start -> ... -> start
-        path = [start, *path[:-1]] if path[-1] == start else [start, *path]
-        nodes = path[:-1] if path[-1] == path[0] else path
+        nodes = [start, *reversed(back[1:])]
         k = nodes.index(min(nodes))
         key = tuple(nodes[k:] + nodes[:k])
         if key in seen:
