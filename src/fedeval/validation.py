@@ -115,7 +115,7 @@ def check_scores(
     if outside.any():
         bad = int(np.flatnonzero(outside)[0])
         raise ValueError(
-            f"{name} must lie in score_range [{lo}, {hi}]; index {bad} has {arr[bad]!r}. "
+            f"{name} must lie in score_range [{lo}, {hi}]; index {bad} has {arr[bad].item()!r}. "
             "Pass score_range=(low, high) for another domain."
         )
     return arr
@@ -135,5 +135,5 @@ def check_binary_labels(labels: Any, *, name: str = "labels") -> NDArray[np.int8
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
-        raise ValueError(f"{name} must be 0 or 1; index {bad} has {arr[bad]!r}")
+        raise ValueError(f"{name} must be 0 or 1; index {bad} has {arr[bad].item()!r}")
     return arr.astype(np.int8, copy=False)

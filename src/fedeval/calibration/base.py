@@ -36,6 +36,7 @@ __all__ = [
     "Calibrator",
     "calibrator_from_json",
     "check_prob_floor",
+    "check_raw_scores",
     "register",
     "warn_degenerate",
 ]
@@ -212,3 +213,18 @@ def calibrator_from_json(text: str) -> Calibrator:
     if kind not in _REGISTRY:
         raise ValueError(f"unknown calibrator kind {kind!r}; known: {sorted(_REGISTRY)}")
     return _REGISTRY[kind].from_dict(data)
+
+
+def check_raw_scores(scores: Any) -> NDArray[np.float64]:
+    """Binary scores to calibrate: numeric, 1-D and finite (a clear error otherwise)."""
+    arr = np.asarray(scores)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"scores must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 1:
+        raise ValueError(f"a binary calibrator takes scores of shape (n,), got shape {arr.shape}")
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"scores contains NaN or inf (first at index {bad}: {arr[bad]})")
+    return arr

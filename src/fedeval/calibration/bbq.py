@@ -58,14 +58,19 @@ from numpy.typing import NDArray
 from scipy.special import gammaln
 
 from fedeval.aggregation import Path
-from fedeval.calibration.base import PROBABILITY_FLOOR, Calibrator, check_prob_floor, register
+from fedeval.calibration.base import (
+    PROBABILITY_FLOOR,
+    Calibrator,
+    check_prob_floor,
+    check_raw_scores,
+    register,
+)
 from fedeval.calibration.binning import (
     DEFAULT_HEIGHT,
     BinaryPrivacy,
     bucket_counts,
     bucket_of,
     check_binary_inputs,
-    check_raw_scores,
     equi_depth_is_defined,
     receipt_record,
     release_scores_hierarchy,

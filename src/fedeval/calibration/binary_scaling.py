@@ -62,13 +62,13 @@ from fedeval.calibration.base import (
     PROBABILITY_FLOOR,
     Calibrator,
     check_prob_floor,
+    check_raw_scores,
     register,
 )
 from fedeval.calibration.binning import (
     DEFAULT_HEIGHT,
     BinaryPrivacy,
     check_binary_inputs,
-    check_raw_scores,
     receipt_record,
     release_scores_hierarchy,
 )

@@ -53,6 +53,7 @@ from fedeval.calibration.base import (
     PROBABILITY_FLOOR,
     Calibrator,
     check_prob_floor,
+    check_raw_scores,
     register,
     warn_degenerate,
 )
@@ -163,20 +164,6 @@ class HistogramBinningCalibrator(Calibrator):
 
 
 # ------------------------------------------------------------------- helpers
-def check_raw_scores(scores: Any) -> NDArray[np.float64]:
-    arr = np.asarray(scores)
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(f"scores must be numeric, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    if arr.ndim != 1:
-        raise ValueError(f"a binary calibrator takes scores of shape (n,), got shape {arr.shape}")
-    finite = np.isfinite(arr)
-    if not finite.all():
-        bad = int(np.flatnonzero(~finite)[0])
-        raise ValueError(f"scores contains NaN or inf (first at index {bad}: {arr[bad]})")
-    return arr
-
-
 def bucket_of(edges: NDArray[np.float64], s: NDArray[np.float64]) -> NDArray[np.intp]:
     """Left-closed buckets [e_j, e_{j+1}) (the grid convention); out-of-domain scores go to the end buckets."""
     return bin_of_edges(edges, s)

@@ -60,7 +60,13 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.calibration.base import PROBABILITY_FLOOR, Calibrator, register, warn_degenerate
+from fedeval.calibration.base import (
+    PROBABILITY_FLOOR,
+    Calibrator,
+    check_raw_scores,
+    register,
+    warn_degenerate,
+)
 from fedeval.calibration.multiclass import MulticlassCalibrator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
@@ -129,8 +135,6 @@ class IdentityCalibrator(Calibrator):
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """The scores themselves, clipped to [0, 1] (they are probabilities)."""
-        from fedeval.calibration.binning import check_raw_scores
-
         return np.clip(check_raw_scores(scores), 0.0, 1.0)
 
     def summary(self) -> str:

@@ -57,6 +57,7 @@ from scipy import stats
 
 from fedeval.aggregation import Path, release, reserve
 from fedeval.ecdf.grid import equal_width_grid
+from fedeval.ecdf.inverse import inverse_ecdf
 from fedeval.ecdf.release import ecdf_model, public_total, values_federation
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
@@ -64,7 +65,7 @@ from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt, compose
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.group_sums import GroupSumsSketch, group_of
-from fedeval.sketches.prefix_tree import PrefixTreeSketch, PrivateECDF
+from fedeval.sketches.prefix_tree import DecodedECDF, PrefixTreeSketch
 from fedeval.validation import (
     check_binary_labels,
     check_int_at_least,
@@ -290,10 +291,10 @@ def hosmer_lemeshow(
         n_clients=fed.n_clients,
     )
     gen = as_generator(rng)
-    ecdf: PrivateECDF = release(
+    ecdf: DecodedECDF = release(
         fed, ecdf_sketch, reservation=tickets[0], path=path, rng=gen
     ).decode()
-    cuts = np.maximum.accumulate(_on_grid(ecdf.inverse(levels, bounds=(0.0, 1.0)), grid))
+    cuts = np.maximum.accumulate(_on_grid(inverse_ecdf(ecdf, levels, bounds=(0.0, 1.0)), grid))
     thresholds = np.concatenate([[0.0], cuts, [1.0]])
     obs_rel = release(
         fed, GroupSumsSketch(thresholds, "observed"), reservation=tickets[1], path=path, rng=gen
