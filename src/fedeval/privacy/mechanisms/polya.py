@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaln, logsumexp
 
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
 from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
@@ -44,6 +43,8 @@ __all__ = ["PolyaShares", "polya_difference_epsilon"]
 
 def _polya_logpmf(j: NDArray[np.float64], shape: float, alpha: float) -> NDArray[np.float64]:
     """log of the Pólya(shape, α) pmf C(j+r-1, j) (1-α)^r α^j."""
+    from scipy.special import gammaln  # on first use (start-up time)
+
     return np.asarray(
         gammaln(j + shape)
         - gammaln(shape)
@@ -103,6 +104,8 @@ def polya_difference_epsilon(shape: float, alpha: float, l1_sensitivity: int = 1
     n_terms = math.ceil(40.0 / (-2.0 * math.log(alpha))) + 64
     j = np.arange(n_terms, dtype=np.float64)
     log_pj = _polya_logpmf(j, r, alpha)
+    from scipy.special import logsumexp
+
     log_p_pos = np.empty(window + 1)
     for k in range(window + 1):
         log_p_pos[k] = logsumexp(_polya_logpmf(j + k, r, alpha) + log_pj)
