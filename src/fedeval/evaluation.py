@@ -22,7 +22,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,6 +60,9 @@ from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec, LevelBudget, layout_of
 from fedeval.validation import check_int_at_least
+
+if TYPE_CHECKING:
+    from fedeval.slicing import SlicedEvaluation
 
 __all__ = ["Evaluation", "evaluate", "resolve_parameters"]
 
@@ -599,6 +602,7 @@ def resolve_parameters(
     return chosen, params
 
 
+@overload
 def evaluate(
     fed: Federation | Scan,
     privacy: PrivacyModel,
@@ -620,7 +624,62 @@ def evaluate(
     bootstrap_replicates: int = 200,
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
-) -> Evaluation | MulticlassEvaluation:
+    slices: None = None,
+    slice_values: None = None,
+) -> Evaluation | MulticlassEvaluation: ...
+
+
+@overload
+def evaluate(
+    fed: Federation | Scan,
+    privacy: PrivacyModel,
+    *,
+    public: Public | None = None,
+    n_examples: int | None = None,
+    height: int | None = None,
+    branching: int = 2,
+    n_buckets: int | None = None,
+    n_quantiles: int | None = None,
+    interpolation: Interpolation = "pchip",
+    pr_strategy: PRStrategy = "separate",
+    auc_buckets: BucketStrategy = "dense",
+    level_budget: LevelBudget = "split",
+    path: Path = "fast",
+    curve: CurveMethod = "dense",
+    level: int | None = None,
+    standard_errors: str = "delta",
+    bootstrap_replicates: int = 200,
+    rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
+    slices: Any,
+    slice_values: Any,
+) -> SlicedEvaluation: ...
+
+
+def evaluate(
+    fed: Federation | Scan,
+    privacy: PrivacyModel,
+    *,
+    public: Public | None = None,
+    n_examples: int | None = None,
+    height: int | None = None,
+    branching: int = 2,
+    n_buckets: int | None = None,
+    n_quantiles: int | None = None,
+    interpolation: Interpolation = "pchip",
+    pr_strategy: PRStrategy = "separate",
+    auc_buckets: BucketStrategy = "dense",
+    level_budget: LevelBudget = "split",
+    path: Path = "fast",
+    curve: CurveMethod = "dense",
+    level: int | None = None,
+    standard_errors: str = "delta",
+    bootstrap_replicates: int = 200,
+    rng: RNGLike = None,
+    ledger: BudgetLedger | None = None,
+    slices: Any = None,
+    slice_values: Any = None,
+) -> Evaluation | MulticlassEvaluation | SlicedEvaluation:
     """Evaluate a classifier on federated scores and labels, privately.
 
     A multiclass Federation is evaluated by
@@ -669,10 +728,18 @@ def evaluate(
     rng : int, Generator or None
     ledger : BudgetLedger, optional
         Charged once, atomically, for the single release.
+    slices : array-like of shape (n_examples,), or mapping client id → value, optional
+        Evaluate every slice from one release (parallel composition):
+        :func:`fedeval.slicing.evaluate_slices`, which returns a
+        :class:`~fedeval.slicing.SlicedEvaluation`.
+    slice_values : sequence, optional
+        With ``slices``: the declared public slice values (any other value
+        goes to the "other" slice).
 
     Returns
     -------
     Evaluation
+        (A :class:`~fedeval.slicing.SlicedEvaluation` with ``slices``.)
 
     Raises
     ------
@@ -720,6 +787,19 @@ def evaluate(
     """
     if not isinstance(fed, Federation | Scan):
         raise TypeError(f"fed must be a Federation or a Scan, got {type(fed).__name__}")
+    if slices is not None or slice_values is not None:  # one release of the sliced sketch
+        from fedeval.slicing import evaluate_slices
+
+        if slices is None:
+            raise ValueError("slice_values was given without slices (each example's slice value)")
+        return evaluate_slices(
+            fed, privacy, slices=slices, slice_values=slice_values, public=public,
+            n_examples=n_examples, height=height, branching=branching,
+            level_budget=level_budget, path=path, bootstrap_replicates=bootstrap_replicates,
+            rng=rng, ledger=ledger, n_buckets=n_buckets, n_quantiles=n_quantiles,
+            interpolation=interpolation, pr_strategy=pr_strategy, auc_buckets=auc_buckets,
+            curve=curve, level=level, standard_errors=standard_errors,
+        )  # fmt: skip
     if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
         assert isinstance(fed, Federation)  # a Scan is always binary
         given = {
