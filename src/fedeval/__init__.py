@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
     from fedeval.calibration.api import calibrate
+    from fedeval.comparison import Comparison, compare
     from fedeval.context import Budget, Context, ProgramReceipt
     from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
     from fedeval.evaluation import Evaluation, evaluate
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     )
     from fedeval.public_facts import Public
     from fedeval.report.evaluation_report import write_report
+    from fedeval.slicing import SlicedEvaluation
 
 __version__ = "0.1.0"
 
@@ -57,6 +59,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "sketches": ("fedeval.sketches", None),
     "vertical": ("fedeval.vertical", None),
     "calibrate": ("fedeval.calibration.api", "calibrate"),
+    "Comparison": ("fedeval.comparison", "Comparison"),
+    "compare": ("fedeval.comparison", "compare"),
+    "SlicedEvaluation": ("fedeval.slicing", "SlicedEvaluation"),
     "Budget": ("fedeval.context", "Budget"),
     "Context": ("fedeval.context", "Context"),
     "ProgramReceipt": ("fedeval.context", "ProgramReceipt"),
@@ -94,6 +99,7 @@ __all__ = [
     "BudgetLedger",
     "CentralDP",
     "ClientView",
+    "Comparison",
     "Context",
     "DistributedDP",
     "Evaluation",
@@ -108,11 +114,13 @@ __all__ = [
     "Scan",
     "SecureAggregation",
     "SeededRandomnessWarning",
+    "SlicedEvaluation",
     "SmallDataWarning",
     "UserLevelDP",
     "__version__",
     "calibrate",
     "calibration",
+    "compare",
     "demo",
     "ecdf",
     "evaluate",

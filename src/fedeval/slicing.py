@@ -45,6 +45,7 @@ from fedeval.exceptions import SmallDataWarning
 from fedeval.metrics.binned_calibration import binned_calibration_error
 from fedeval.metrics.dense import statistic_gradients
 from fedeval.metrics.paired import influence_variance
+from fedeval.planning import plan
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt, ReceiptAccessors, compose
@@ -474,7 +475,7 @@ def _declared(slice_values: Any) -> list[Hashable]:
 
 def slice_index(
     fed: Federation, slices: Any, slice_values: Any
-) -> tuple[NDArray[np.int64], list[Hashable], str]:
+) -> tuple[NDArray[np.signedinteger[Any]], list[Hashable], str]:
     """Every example's slice: the position of its value among the declared ones, else "other".
 
     Parameters
@@ -489,8 +490,8 @@ def slice_index(
 
     Returns
     -------
-    index : ndarray of int64, shape (n_examples,)
-        0..k−1 for the declared values, k for "other".
+    index : ndarray of int, shape (n_examples,)
+        0..k−1 for the declared values, k for "other" (int16 up to 16,383 values).
     declared : list
     other : str
         The catch-all slice's name.
@@ -508,7 +509,7 @@ def slice_index(
         per_client = np.array(
             [lookup.get(slices.get(cid, None), k) if slices.get(cid, None) is not None else k
              for cid in fed.client_ids.tolist()],
-            dtype=np.int64,
+            dtype=_code_type(k),
         )  # fmt: skip
         return per_client[fed.client_index], declared, other
     arr = np.asarray(slices)
@@ -520,7 +521,7 @@ def slice_index(
     return _codes(arr, declared), declared, other
 
 
-def _codes(arr: NDArray[Any], declared: list[Hashable]) -> NDArray[np.int64]:
+def _codes(arr: NDArray[Any], declared: list[Hashable]) -> NDArray[np.signedinteger[Any]]:
     """Positions of the values among the declared ones (k for any other value)."""
     k = len(declared)
     ints = [v for v in declared if isinstance(v, int | np.integer) and not isinstance(v, bool)]
@@ -528,15 +529,20 @@ def _codes(arr: NDArray[Any], declared: list[Hashable]) -> NDArray[np.int64]:
         lo, hi = int(arr.min()), int(arr.max())
         if lo >= 0 and hi < 4 * arr.size + 1024:
             # Small non-negative integers: one table lookup per example (no hashing).
-            table = np.full(hi + 1, k, dtype=np.int64)
+            table = np.full(hi + 1, k, dtype=_code_type(k))
             for i, v in enumerate(declared):
                 if isinstance(v, int | np.integer) and 0 <= int(v) <= hi:
                     table[int(v)] = i
             return table[arr]
     codes = pd.Categorical(arr, categories=pd.Index(declared, dtype=object)).codes
-    out = np.asarray(codes, dtype=np.int64)
+    out = np.asarray(codes).astype(_code_type(k))
     out[out < 0] = k
     return out
+
+
+def _code_type(k: int) -> type[np.signedinteger[Any]]:
+    """The narrowest signed integer type for slice codes 0..k."""
+    return np.int16 if k < 2**14 else np.int32
 
 
 # ---------------------------------------------------------------- the call
@@ -572,9 +578,12 @@ def evaluate_slices(
         The public slice values. Only these are published; any other value
         (and a missing one) goes to the "other" slice.
     public, n_examples, height, branching, level_budget, path, bootstrap_replicates, rng, ledger
-        As in :func:`fedeval.evaluate`. The height is planned for the
-        average declared slice (the planning size over the number of
-        declared values).
+        As in :func:`fedeval.evaluate`. One height for every slice, planned
+        for the average declared slice (the planning size over the number of
+        declared values) and at most log_b(k + 1) levels below one
+        evaluation's planned height, so that the k + 1 slices' vector (what
+        every client sends, and the server decodes) is no longer than one
+        evaluation's.
     **options
         The curve options of :func:`fedeval.evaluate` (``interpolation``,
         ``pr_strategy``, ``auc_buckets``, ``curve``, ``level``,
@@ -649,12 +658,25 @@ def evaluate_slices(
     size = planning_size(
         fed, privacy, public=pub, needed=planned, path=path, rng=gen, ledger=ledger
     )
-    # One height for every slice, planned for the average declared slice.
+    # One height for every slice: planned for the average declared slice, and no
+    # deeper than keeps the whole sliced vector (what every client sends) as long
+    # as one evaluation's of the same data.
+    per_slice = max(1, size.n_examples // len(declared))
+    h = height
+    if h is None:
+        whole = plan(
+            size.remaining, n_clients=size.n_clients, n_examples=size.n_examples,
+            branching=branching,
+        ).height  # fmt: skip
+        own = plan(
+            size.remaining, n_clients=size.n_clients, n_examples=per_slice, branching=branching
+        ).height
+        h = max(1, min(own, whole - math.ceil(math.log(n_slices, branching) - 1e-9)))
     chosen, params = resolve_parameters(
         size.remaining,
         n_clients=size.n_clients,
-        n_examples=max(1, size.n_examples // len(declared)),
-        height=height,
+        n_examples=per_slice,
+        height=h,
         branching=branching,
         level_budget=level_budget,
         path=path,
@@ -662,11 +684,15 @@ def evaluate_slices(
     )
     for key in ("n_clients", "n_examples", "public_inputs"):
         params.pop(key, None)
+    params["planned"]["height"] = height is None
     params.update(size.parameters())
     params["slices"] = {
         "declared": [str(v) for v in declared],
         "other": other,
-        "planned_for": "the average declared slice (the planning size over the declared values)",
+        "planned_for": (
+            "the average declared slice (the planning size over the declared values), at most "
+            "as deep as keeps the sliced vector no longer than one evaluation's"
+        ),
     }
     spec = HierarchySpec(int(params["height"]), branching, fed.score_range, 2)
     sketch = SlicedHierarchySketch.of(spec, n_slices)

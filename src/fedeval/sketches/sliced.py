@@ -44,10 +44,17 @@ if TYPE_CHECKING:
 __all__ = ["SlicedHierarchySketch", "SlicedHistograms", "slice_labels"]
 
 
-def slice_labels(labels: NDArray[Any], slice_index: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The class of every example in the sliced hierarchy: ``2·slice + label``."""
-    out = np.asarray(slice_index, dtype=np.int64) * 2
-    out += np.asarray(labels, dtype=np.int64)
+def slice_labels(labels: NDArray[Any], slice_index: NDArray[np.integer[Any]]) -> NDArray[Any]:
+    """The class of every example in the sliced hierarchy: ``2·slice + label``.
+
+    In the narrowest signed integer type that holds them (int16 below 16,384
+    slices): two passes over small integers.
+    """
+    idx = np.asarray(slice_index)
+    top = 2 * (int(idx.max()) if idx.size else 0) + 1
+    dtype = np.int16 if top < 2**15 else np.int32 if top < 2**31 else np.int64
+    out = np.left_shift(idx, 1, dtype=dtype)
+    out += np.asarray(labels).astype(dtype, copy=False)
     return out
 
 
