@@ -826,7 +826,7 @@ def compare(
             "planned": {**params["planned"], "pair_bins": pair_bins is None},
             "budget_split": (
                 {"each level": 1.0 / (k + w), "pair grid": w / (k + w)}
-                if layout == "whole" and private
+                if not halved_clients and private
                 else {"each part": 1.0}
             ),
         }

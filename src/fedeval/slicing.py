@@ -534,7 +534,7 @@ def _codes(arr: NDArray[Any], declared: list[Hashable]) -> NDArray[np.signedinte
                 if isinstance(v, int | np.integer) and 0 <= int(v) <= hi:
                     table[int(v)] = i
             return table[arr]
-    codes = pd.Categorical(arr, categories=pd.Index(declared, dtype=object)).codes
+    codes = pd.Index(declared, dtype=object).get_indexer(pd.Index(arr, dtype=object))
     out = np.asarray(codes).astype(_code_type(k))
     out[out < 0] = k
     return out
@@ -727,5 +727,5 @@ def _warn_small(sev: SlicedEvaluation, private: bool) -> None:
         warnings.warn(
             f"slice(s) with {what}: " + "; ".join(weak),
             SmallDataWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of fe.evaluate
         )
