@@ -88,7 +88,7 @@ def _count(sev: Any, value: str) -> float:
 
 
 def _base(value: str) -> float:
-    return float(np.sum((SLICES == value) & (LABELS == 1) & (SCORES >= 0.5)))
+    return float(np.sum((value == SLICES) & (LABELS == 1) & (SCORES >= 0.5)))
 
 
 def _removed(present: bool) -> Draw:
@@ -148,9 +148,7 @@ PAIRS = {
 
 def _run(name: str, size: dict[str, int], seed: int) -> AuditResult:
     d, d_prime = PAIRS[name]
-    return audit(
-        d(), d_prime(), claimed_epsilon=1.0, seed=seed, confidence=CONFIDENCE, **size
-    )
+    return audit(d(), d_prime(), claimed_epsilon=1.0, seed=seed, confidence=CONFIDENCE, **size)
 
 
 @pytest.mark.parametrize("name", list(PAIRS))
