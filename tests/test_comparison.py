@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -284,3 +285,19 @@ def test_ctx_compare_charges_one_release_to_the_program(pair) -> None:
     assert ctx.spent.epsilon == pytest.approx(1.0)
     with pytest.raises(TypeError, match="the context supplies"):
         ctx.compare(fb, fe.DistributedDP(epsilon=0.5), rng=1)
+
+
+def test_the_faithful_path_runs_every_clients_encoder_and_agrees_without_noise(pair) -> None:
+    fa, fb = pair
+    fast = fe.compare(fa, fb, fe.SecureAggregation(), height=6)
+    faithful = fe.compare(fa, fb, fe.SecureAggregation(), height=6, path="faithful")
+    assert faithful.roc_auc_diff == fast.roc_auc_diff
+    assert np.array_equal(faithful.pair.counts, fast.pair.counts)
+    small_a = fe.Federation.from_arrays(fa.scores[:400], fa.labels[:400], np.arange(400) // 4)
+    small_b = fe.Federation.from_arrays(fb.scores[:400], fb.labels[:400], np.arange(400) // 4)
+    for model in (fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=5.0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fe.SmallDataWarning)  # LDP on 400 examples
+            cmp = fe.compare(small_a, small_b, model, height=3, path="faithful", rng=10)
+        assert cmp.epsilon_spent == pytest.approx(model.epsilon)
+        assert np.isfinite(cmp.roc_auc_diff_privacy_se)
