@@ -119,7 +119,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ecdf", ("fedeval.ecdf",)),
     ("metrics", ("fedeval.metrics",)),
     ("calibration, vertical", ("fedeval.calibration", "fedeval.vertical")),
-    ("programs", ("fedeval.evaluation", "fedeval.multiclass_evaluation", "fedeval.context")),
+    ("evaluations", ("fedeval.evaluation", "fedeval.multiclass_evaluation", "fedeval.small_data")),
+    (
+        "programs",
+        (
+            "fedeval.comparison",
+            "fedeval.slicing",
+            "fedeval.entry_points",
+            "fedeval.monitoring",
+            "fedeval.context",
+        ),
+    ),
     ("report", ("fedeval.report",)),
     ("entry points", ("fedeval.cli", "fedeval.flower", "fedeval")),
 )

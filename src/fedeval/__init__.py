@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
     from fedeval.calibration.api import calibrate
+    from fedeval.comparison import Comparison, compare
     from fedeval.context import Budget, Context, ProgramReceipt
     from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
-    from fedeval.evaluation import Evaluation, evaluate
+    from fedeval.entry_points import evaluate
+    from fedeval.evaluation import Evaluation
     from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning, SmallDataWarning
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
     from fedeval.planning import Plan, plan
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     )
     from fedeval.public_facts import Public
     from fedeval.report.evaluation_report import write_report
+    from fedeval.slicing import SlicedEvaluation
 
 __version__ = "0.1.0"
 
@@ -57,6 +60,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "sketches": ("fedeval.sketches", None),
     "vertical": ("fedeval.vertical", None),
     "calibrate": ("fedeval.calibration.api", "calibrate"),
+    "Comparison": ("fedeval.comparison", "Comparison"),
+    "compare": ("fedeval.comparison", "compare"),
+    "SlicedEvaluation": ("fedeval.slicing", "SlicedEvaluation"),
     "Budget": ("fedeval.context", "Budget"),
     "Context": ("fedeval.context", "Context"),
     "ProgramReceipt": ("fedeval.context", "ProgramReceipt"),
@@ -72,7 +78,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Scan": ("fedeval.data", "Scan"),
     "scan": ("fedeval.data", "scan"),
     "Evaluation": ("fedeval.evaluation", "Evaluation"),
-    "evaluate": ("fedeval.evaluation", "evaluate"),
+    "evaluate": ("fedeval.entry_points", "evaluate"),
     "MulticlassEvaluation": ("fedeval.multiclass_evaluation", "MulticlassEvaluation"),
     "evaluate_multiclass": ("fedeval.multiclass_evaluation", "evaluate_multiclass"),
     "Plan": ("fedeval.planning", "Plan"),
@@ -94,6 +100,7 @@ __all__ = [
     "BudgetLedger",
     "CentralDP",
     "ClientView",
+    "Comparison",
     "Context",
     "DistributedDP",
     "Evaluation",
@@ -108,11 +115,13 @@ __all__ = [
     "Scan",
     "SecureAggregation",
     "SeededRandomnessWarning",
+    "SlicedEvaluation",
     "SmallDataWarning",
     "UserLevelDP",
     "__version__",
     "calibrate",
     "calibration",
+    "compare",
     "demo",
     "ecdf",
     "evaluate",

@@ -39,6 +39,7 @@ from fedeval.metrics.dense import (
     delong_auc_se,
     dense_ap_se,
     dense_auc_se,
+    dense_roc_auc,
     pointwise_band,
 )
 from fedeval.metrics.precision_recall import (
@@ -181,6 +182,9 @@ class Evaluation(ReceiptAccessors):
     def roc_auc(self) -> float:
         """ROC AUC; by default the trapezoid area of :meth:`roc_curve` (H_B over every bin of
         the curves' level, Cormode–Markov eq. 5), see :func:`fedeval.metrics.roc_auc_score`."""
+        if self.parameters["auc_buckets"] == "dense":
+            # The same projected counts as the curves and the SEs (computed once).
+            return dense_roc_auc(self.counts)
         return self._auc_of(self.tree)
 
     @cached_property
@@ -703,6 +707,11 @@ def evaluate(
     Returns
     -------
     Evaluation
+
+    See Also
+    --------
+    fedeval.evaluate : the public entry point, which also takes ``slices``
+        (:func:`fedeval.entry_points.evaluate`).
 
     Raises
     ------

@@ -28,6 +28,8 @@ import pytest
 
 import fedeval as fe
 from fedeval.report.calibration_report import write_calibration_report
+from fedeval.report.compare_report import write_compare_report
+from fedeval.report.slice_report import write_slice_report
 
 pytestmark = pytest.mark.slow
 
@@ -134,10 +136,26 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     train, test = fe.partition.split_clients(fed, 0.3, rng=0)
     cal = fe.calibrate(train, fe.DistributedDP(1.0), method="bbq", rng=0)
     cal_paths = write_calibration_report(cal, test.scores, test.labels, out / "cal", source="x.csv")
-    return {"evaluation": paths["html"], "calibration": cal_paths["html"]}
+    # Issue 25: the paired comparison and the per-slice page, under DP.
+    b = np.clip(s + rng.normal(0, 0.08, n), 0, 1)
+    cmp = fe.compare(fed, b, fe.DistributedDP(1.0), rng=4)
+    cmp_paths = write_compare_report(
+        cmp, out / "cmp", thresholds=(0.4, 0.6), margin=0.01, names=("lr", "gb"), source=source
+    )
+    region = rng.choice(["EU", "US", "ASIA", "LATAM"], n)
+    sev = fe.evaluate(
+        fed, fe.DistributedDP(1.0), slices=region, slice_values=["EU", "US", "ASIA"], rng=5
+    )
+    slice_paths = write_slice_report(sev, out / "slices", source=source, slice_name="region")
+    return {
+        "evaluation": paths["html"],
+        "calibration": cal_paths["html"],
+        "comparison": cmp_paths["html"],
+        "slices": slice_paths["html"],
+    }
 
 
-@pytest.mark.parametrize("which", ["evaluation", "calibration"])
+@pytest.mark.parametrize("which", ["evaluation", "calibration", "comparison", "slices"])
 def test_report_renders_without_errors_and_every_image_loads(
     reports: dict[str, Path], tmp_path: Path, which: str
 ) -> None:

@@ -57,10 +57,13 @@ __all__ = [
     "boundary_counts",
     "choose_level",
     "dense_average_precision",
+    "dense_leaf_weights",
     "dense_precision_recall_curve",
     "dense_roc_auc",
     "dense_roc_curve",
+    "dense_se_parts",
     "project_children_to_simplex",
+    "statistic_gradients",
 ]
 
 
@@ -631,12 +634,12 @@ def _ap_and_gradients(
     return ap, grad_n, grad_p
 
 
-def _with_bias_allowance(
+def _se_and_bias(
     tree: HierarchicalHistogram,
     counts: BoundaryCounts,
     statistic: Any,
-) -> float:
-    """Delta-method SE of ``statistic`` on ``counts``, floored and widened by the estimated bias.
+) -> tuple[float, float]:
+    """Delta-method SE of ``statistic`` on ``counts``, floored, and the estimated bias that widens it.
 
     Three linear queries on both classes, answered by one
     :meth:`~fedeval.sketches.hierarchical_histogram.HierarchicalHistogram.joint_query_variance`
@@ -691,10 +694,41 @@ def _with_bias_allowance(
     if shrunk and var[2] > 1e-6 * var[1]:
         floor = var[2]
     se = min(max(np.sqrt(max(var[0], 0.0)), PINNED_FLOOR * np.sqrt(max(floor, 0.0))), MAX_SE)
+    bias = 0.0
     if with_bias:
         assert raw is not None
-        se = min(float(np.hypot(se, value - statistic(raw)[0])), MAX_SE)
-    return float(se)
+        bias = float(value - statistic(raw)[0])
+    return float(se), bias
+
+
+def _with_bias_allowance(
+    tree: HierarchicalHistogram,
+    counts: BoundaryCounts,
+    statistic: Any,
+) -> float:
+    """√(delta-method SE² + estimated bias²), capped at :data:`MAX_SE` (:func:`_se_and_bias`)."""
+    se, bias = _se_and_bias(tree, counts, statistic)
+    return float(min(float(np.hypot(se, bias)), MAX_SE))
+
+
+def dense_se_parts(
+    tree: HierarchicalHistogram, counts: BoundaryCounts, metric: str
+) -> tuple[float, float]:
+    """The two parts of :func:`dense_auc_se` / :func:`dense_ap_se`: the floored delta-method
+    SE and the estimated bias of the shrinkage (signed; 0 when nothing was shrunk).
+
+    The standard error of one statistic is √(se² + bias²). For a difference of
+    two such statistics the biases are subtracted first (two similar models'
+    shrinkage biases largely cancel), which is what
+    :class:`fedeval.comparison.Comparison` does.
+    """
+    if metric not in _STATISTICS:
+        raise ValueError(f"metric must be one of {sorted(_STATISTICS)}, got {metric!r}")
+    if not tree.guarantee.is_private:
+        return 0.0, 0.0
+    if not counts.defined:
+        return float("nan"), float("nan")
+    return _se_and_bias(tree, counts, _STATISTICS[metric])
 
 
 def dense_auc_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
@@ -734,6 +768,52 @@ def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     if not counts.defined:
         return float("nan")
     return _with_bias_allowance(tree, counts, _ap_and_gradients)
+
+
+_STATISTICS = {"roc_auc": _auc_and_gradients, "average_precision": _ap_and_gradients}
+
+
+def statistic_gradients(counts: BoundaryCounts, metric: str) -> tuple[float, NDArray[np.float64]]:
+    """A dense statistic of the projected bins and its gradient on them (its influence values).
+
+    Parameters
+    ----------
+    counts : BoundaryCounts
+    metric : {"roc_auc", "average_precision"}
+
+    Returns
+    -------
+    value : float
+    gradient : ndarray, shape (2, B)
+        ∂value/∂(count of class c in bin i): row 0 the negatives, row 1 the
+        positives. For the AUC, a positive in bin i has (V10_i − AUC)/P and a
+        negative in bin j (V01_j − AUC)/N, V10 and V01 DeLong's placement values
+        (:func:`delong_auc_se`): the influence of one example on the statistic,
+        from which paired sampling covariances follow.
+    """
+    if metric not in _STATISTICS:
+        raise ValueError(f"metric must be one of {sorted(_STATISTICS)}, got {metric!r}")
+    value, grad_n, grad_p = _STATISTICS[metric](counts)
+    return value, np.stack((grad_n, grad_p))
+
+
+def dense_leaf_weights(
+    tree: HierarchicalHistogram, counts: BoundaryCounts, metric: str
+) -> NDArray[np.float64]:
+    """Consistent-leaf weights of the linearised dense statistic, shape (2, n_leaves).
+
+    The linear query on the consistent tree's leaves whose noise is the delta
+    method's for ``metric`` (carried back through the monotone projection and
+    the Wiener shrinkage, as :func:`dense_auc_se` and :func:`dense_ap_se` do);
+    one example in leaf ℓ of class c enters it with weight ``w[c, ℓ]``, which is
+    what the covariance of two such statistics under a shared split of clients
+    needs.
+    """
+    _, grads = statistic_gradients(counts, metric)
+    sh = counts.shrinkage or (None, None)
+    return np.stack(
+        [_leaf_weights(tree, _through_projection(counts, c, grads[c]), sh[c]) for c in (0, 1)]
+    )
 
 
 def delong_auc_se(counts: BoundaryCounts) -> float:

@@ -46,6 +46,7 @@ __all__ = [
     "png_data_uri",
     "pr_band",
     "receipt_html",
+    "source_lines",
     "write_report",
 ]
 
@@ -353,6 +354,11 @@ def _receipt_md(ev: Evaluation, count_public: bool) -> list[str]:
 
 
 # ------------------------------------------------------------------------- report
+def source_lines(source: Mapping[str, Any] | None) -> list[str]:
+    """The report header's input line(s) from ``source`` (a name and public sizes only)."""
+    return _source_lines(source)
+
+
 def _source_lines(source: Mapping[str, Any] | None) -> list[str]:
     if not source:
         return []
