@@ -36,6 +36,7 @@ from fedeval.privacy.mechanisms.exact_sampling import (
     exp_neg_interval,
     floor_scaled,
     group_by_value,
+    sample_discrete_laplace_scales,
 )
 from fedeval.privacy.mechanisms.laplace import sample_discrete_laplace
 
@@ -191,6 +192,38 @@ def test_resolve_agrees_with_decode_where_the_word_decides() -> None:
             raw[certified][:100].tolist(), values[certified][:100].tolist(), strict=True
         ):
             assert sampler.resolve(r, gen) == v
+
+
+def test_table_free_scales_decide_every_word_like_the_table_sampler() -> None:
+    """Many distinct scales skip the tables; each word must still give exactly the value
+    the table sampler of its own scale gives (both are F⁻¹(U) for that rate)."""
+    scales = np.array([1 / 512, 0.3, 1.0, 2.5, 8.0, 77.7, 4096.5, 3e6])
+    n = 4000
+    per_entry = np.repeat(scales, n)
+    # The same bit stream twice: the words the sampler consumes first are ``raw``.
+    raw = np.random.PCG64(14).random_raw(per_entry.size)
+    gen = np.random.Generator(np.random.PCG64(14))
+    values = sample_discrete_laplace_scales(per_entry, gen)
+    for j, t in enumerate(scales):
+        sampler = LaplaceSampler(1 / Fraction(float(t)))
+        part = slice(j * n, (j + 1) * n)
+        expected, certified = sampler.decode(raw[part])
+        assert certified.mean() > 0.99
+        np.testing.assert_array_equal(values[part][certified], expected[certified])
+    with pytest.raises(ValueError, match="scales"):
+        sample_discrete_laplace_scales(np.array([1e-4]), gen)
+
+
+@pytest.mark.statistical
+def test_discrete_laplace_many_distinct_scales() -> None:
+    """The table-free path (one scale per coordinate) draws each coordinate's own law."""
+    scales = np.repeat(np.linspace(2.0, 9.0, 40), 20_000)
+    x = sample_discrete_laplace(scales, scales.size, np.random.Generator(np.random.PCG64(23)))
+    for s in (2.0, 9.0):
+        _check_laplace(x[scales == s], s)
+    # Every coordinate's variance at once: the mean of x² / Var over all 40 scales.
+    ratio = x.astype(np.float64) ** 2 / (2 * np.exp(-1 / scales) / np.expm1(-1 / scales) ** 2)
+    assert abs(ratio.mean() - 1) < 6 * ratio.std() / math.sqrt(ratio.size)
 
 
 @pytest.mark.parametrize("sigma", [0.7, 4.0, 1000.0])

@@ -96,6 +96,7 @@ __all__ = [
     "GaussianSampler",
     "LaplaceSampler",
     "LazyUniform",
+    "certify_magnitude",
     "exp_neg",
     "exp_neg_interval",
     "floor_scaled",
@@ -104,6 +105,7 @@ __all__ = [
     "laplace_sampler",
     "rate_of_scale",
     "sample_discrete_laplace_exact",
+    "sample_discrete_laplace_scales",
 ]
 
 WORD_BITS = 63
@@ -354,6 +356,42 @@ class _Workspace:
         return self.w[:m], self.f[:m], self.s[:m], self.pair[:m], self.ok[:m], self.i[:m]
 
 
+def certify_magnitude(
+    w: NDArray[np.uint64],
+    t_hat: float | NDArray[np.float64],
+    rate_hat: float | NDArray[np.float64],
+    alpha_hat: float | NDArray[np.float64],
+    c63_hat: float | NDArray[np.float64],
+    guess_scale: float | NDArray[np.float64],
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """|X| = M = k̂ for 63-bit words w, certified iff ⌈S_{k̂+1}·2⁶³⌉⁺ ≤ w < ⌊S_k̂·2⁶³⌋⁻.
+
+    The constants (t, fl(1/t), α̂ ≈ e^(−1/t), ĉ·2⁶³ ≈ 2⁶⁴/(1+α), and its
+    reciprocal) are scalars for one scale or arrays with one entry per word.
+    Float bounds with margin 2⁻³⁶ (:func:`_float_bounds`): S_k·2⁶³ =
+    c·2⁶³·exp(−k·rate) is estimated as fl(c·2⁶³)·exp_neg(fl(k̂)·fl(rate)); the
+    argument k̂·rate is within 3u relatively (u = 2⁻⁵³), i.e. < 2⁻⁴² absolutely
+    for arguments ≤ 700, which moves exp by < 2⁻⁴²; α̂ and ĉ are within 2⁻⁴³
+    (from decimal intervals in :class:`LaplaceSampler`, or from
+    :func:`exp_neg` of fl(1/t) ≤ 700 in :func:`sample_discrete_laplace_scales`:
+    2⁻⁴⁷ + 700u); with exp_neg's 2⁻⁴⁷ and the products' roundings the relative
+    error is < 2⁻⁴¹, inside :func:`_float_bounds`' requirement of 2⁻³⁹. An
+    uncertified word is never given a value: the caller resolves it exactly.
+    """
+    wf = w.view(np.int64).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        guess = -t_hat * np.log(wf * guess_scale)
+    usable = (w > 0) & (guess < 2.0**62)
+    k = np.where(usable, guess, 0.0).astype(np.int64)
+    g = k.astype(np.float64) * rate_hat
+    usable &= g <= EXP_NEG_MAX
+    s_k = exp_neg(np.minimum(g, EXP_NEG_MAX)) * c63_hat
+    below_k, _ = _float_bounds(s_k)
+    _, above_k1 = _float_bounds(s_k * alpha_hat)
+    ok = usable & (w < below_k) & (w >= above_k1)
+    return k, ok
+
+
 class LaplaceSampler:
     """Exact discrete Laplace draws P(k) = (1−α)/(1+α)·α^|k|, α = exp(−rate), one word each.
 
@@ -531,26 +569,10 @@ class LaplaceSampler:
     def _float_certificate(
         self, w: NDArray[np.uint64]
     ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-        """M = k̂ is certified iff ⌈S_{k̂+1}·2⁶³⌉⁺ ≤ w < ⌊S_k̂·2⁶³⌋⁻ (float bounds, margin 2⁻³⁶).
-
-        S_k·2⁶³ = c·2⁶³·exp(−k·rate) is estimated as fl(c·2⁶³)·exp_neg(fl(k̂)·fl(rate)):
-        the argument k̂·rate is within 3u relatively (u = 2⁻⁵³), i.e. < 2⁻⁴²
-        absolutely for arguments ≤ 700, which moves exp by < 2⁻⁴²; with
-        exp_neg's 2⁻⁴⁷ and the rounding of c·2⁶³, α and the products the
-        relative error is < 2⁻⁴¹, inside :func:`_float_bounds`' requirement.
-        """
-        wf = w.view(np.int64).astype(np.float64)
-        with np.errstate(divide="ignore"):
-            guess = -self.t_hat * np.log(wf * self.guess_scale)
-        usable = (w > 0) & (guess < 2.0**62)
-        k = np.where(usable, guess, 0.0).astype(np.int64)
-        g = k.astype(np.float64) * self.rate_hat
-        usable &= g <= EXP_NEG_MAX
-        s_k = exp_neg(np.minimum(g, EXP_NEG_MAX)) * self.c63_hat
-        below_k, _ = _float_bounds(s_k)
-        _, above_k1 = _float_bounds(s_k * self.alpha_hat)
-        ok = usable & (w < below_k) & (w >= above_k1)
-        return k, ok
+        """M for words beyond the table, certified by :func:`certify_magnitude`."""
+        return certify_magnitude(
+            w, self.t_hat, self.rate_hat, self.alpha_hat, self.c63_hat, self.guess_scale
+        )
 
     # -- undecided words -----------------------------------------------------
 
@@ -611,6 +633,57 @@ def sample_discrete_laplace_exact(
     if n == 0:
         return np.empty(0, dtype=np.int64)
     return laplace_sampler(rate, _table_size_for(n)).sample(n, gen)
+
+
+MANY_SCALES = 16
+"""Above this many distinct scales in one draw, :func:`sample_discrete_laplace_scales` skips the tables."""
+
+MIN_TABLELESS_SCALE = 1.0 / 512
+"""Scales below this (rates above 512) go to the per-scale samplers: exp_neg needs rate ≤ 700."""
+
+
+def sample_discrete_laplace_scales(
+    scales: NDArray[np.float64], gen: np.random.Generator
+) -> NDArray[np.int64]:
+    """One exact discrete Laplace draw per entry, each with its own scale t (rate 1/t).
+
+    A release whose coordinates have many distinct scales (the vertical
+    protocol's label parties: one per party, thousands of them) would build one
+    integer table per scale (~2 ms each) to draw a handful of values. Here
+    every word goes straight to the float certificate (:func:`certify_magnitude`)
+    with per-entry constants computed in float (rate = fl(1/t), exact when t
+    is taken as given; α̂ = exp_neg(rate)); the rare word it leaves undecided
+    (probability ~2⁻³⁰) is finished by :meth:`LaplaceSampler.resolve` for that
+    scale. Each value is therefore exactly F⁻¹(U) for its own rate, as with
+    :func:`sample_discrete_laplace_exact`; only the work differs.
+    tests/privacy/mechanisms/test_exact_sampling.py checks the two agree word
+    for word.
+
+    Parameters
+    ----------
+    scales : ndarray of float64, shape (n,)
+        Each in [:data:`MIN_TABLELESS_SCALE`, :data:`MAX_SCALE`].
+    gen : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+    """
+    t = np.asarray(scales, dtype=np.float64)
+    if t.size and not (np.all(t >= MIN_TABLELESS_SCALE) and np.all(t <= MAX_SCALE)):
+        raise ValueError(
+            f"table-free scales must lie in [{MIN_TABLELESS_SCALE}, 2^50], got {t.min()}..{t.max()}"
+        )
+    raw = np.asarray(gen.bit_generator.random_raw(t.size), dtype=np.uint64)
+    rate = 1.0 / t
+    alpha = exp_neg(rate)
+    c63 = 2.0 / (1.0 + alpha) * float(1 << 63)
+    mag, ok = certify_magnitude(raw >> np.uint64(1), t, rate, alpha, c63, 1.0 / c63)
+    out = np.where(raw & np.uint64(1), -mag, mag)
+    for i in np.flatnonzero(~ok):
+        sampler = laplace_sampler(rate_of_scale(float(t[i])), 64)
+        out[i] = sampler.resolve(int(raw[i]), gen)
+    return out
 
 
 # ---------------------------------------------------------------- discrete Gaussian

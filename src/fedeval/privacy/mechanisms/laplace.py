@@ -33,9 +33,13 @@ from numpy.typing import ArrayLike, NDArray
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
 from fedeval.privacy.mechanisms.common import Size, as_size, check_integers, check_unit
 from fedeval.privacy.mechanisms.exact_sampling import (
+    MANY_SCALES,
+    MAX_SCALE,
+    MIN_TABLELESS_SCALE,
     group_by_value,
     rate_of_scale,
     sample_discrete_laplace_exact,
+    sample_discrete_laplace_scales,
 )
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_epsilon, check_int_at_least
@@ -193,7 +197,10 @@ def sample_discrete_laplace(
     Entries are grouped by scale and each group is drawn by the exact
     vectorised sampler with rate 1/t, t the float scale taken exactly
     (:class:`~fedeval.privacy.mechanisms.exact_sampling.LaplaceSampler`), so a
-    unit shift costs exactly 1/t whatever the bit generator.
+    unit shift costs exactly 1/t whatever the bit generator. With more than
+    :data:`~fedeval.privacy.mechanisms.exact_sampling.MANY_SCALES` distinct
+    scales the same values come from the table-free certificate
+    (:func:`~fedeval.privacy.mechanisms.exact_sampling.sample_discrete_laplace_scales`).
 
     Raises
     ------
@@ -203,6 +210,12 @@ def sample_discrete_laplace(
     shape = as_size(size)
     scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), shape).ravel()
     out = np.empty(scales.size, dtype=np.int64)
-    for value, where in group_by_value(scales):
+    if not np.all((scales > 0) & (scales <= MAX_SCALE)):
+        bad = scales[~((scales > 0) & (scales <= MAX_SCALE))][0]
+        raise ValueError(f"the discrete Laplace scale must lie in (0, 2^50], got {bad!r}")
+    groups = group_by_value(scales)
+    if len(groups) > MANY_SCALES and np.all(scales >= MIN_TABLELESS_SCALE):
+        return sample_discrete_laplace_scales(scales, rng).reshape(shape)
+    for value, where in groups:
         out[where] = sample_discrete_laplace_exact(rate_of_scale(value), where.size, rng)
     return out.reshape(shape)
