@@ -135,8 +135,8 @@ def test_fast_and_faithful_paths_agree_in_distribution() -> None:
     """Mean over releases of one cell vs its true count: within 4 SE of the closed-form noise."""
     p, y = _probs(200, 3, 5)
     fed = fe.Federation.from_arrays(p, y, np.arange(200) % 20, kind="probabilities")
-    truth = MulticlassSketch(3, 8, 4).encode(p, y, np.zeros(200, dtype=np.int64))
     model = fe.DistributedDP(2.0)
+    truth = None
     for path in ("fast", "faithful"):
         vals, var = [], None
         with warnings.catch_warnings():
@@ -147,6 +147,9 @@ def test_fast_and_faithful_paths_agree_in_distribution() -> None:
                 )
                 vals.append(ev.counts.vector())
                 var = ev.counts.variance
+        # The planned (weighted, split) sketch; its counts in value units.
+        assert ev.sketch.weighted and ev.sketch.split_one_vs_rest
+        truth = ev.sketch.encode(p, y, np.zeros(200, dtype=np.int64)) * ev.sketch.resolution
         assert var is not None
         mean = np.mean(vals, axis=0)
         z = (mean - truth) / np.sqrt(var / 40)
@@ -159,7 +162,10 @@ def test_receipt_and_summary_are_json_safe() -> None:
     ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
     assert ev.epsilon_spent == pytest.approx(1.0)
     rows = ev.privacy_receipt()
-    assert len(rows) == 8 and sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
+    # confusion, one-vs-rest negatives and positives, rank, top label, log loss, Brier
+    assert len(rows) == 7 and sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
+    shares = ev.parameters["budget_shares"]
+    assert sorted(r["epsilon"] for r in rows) == pytest.approx(sorted(shares.values()))
     s = json.loads(json.dumps(ev.summary(), default=float))
     assert s["task"] == "multiclass" and len(s["confusion_matrix"]) == 3
     assert s["accuracy_se"] > 0
@@ -185,7 +191,12 @@ def test_empty_class_warns_without_counts_and_gives_nan() -> None:
     message = str(rec[0].message)
     assert all(str(int(v)) not in message for v in ev.confusion_matrix().sum(axis=1) if v > 3)
     assert np.isnan(ev.recall[2]) and np.isnan(ev.roc_auc_per_class[2])
-    assert np.isnan(ev.roc_auc) and np.isfinite(ev.accuracy)
+    # Macro averages run over the defined classes and say which (issue 27).
+    assert ev.defined_classes["roc_auc_per_class"] == [0, 1]
+    assert ev.defined_classes["recall"] == [0, 1]
+    assert ev.roc_auc == pytest.approx(np.mean(ev.roc_auc_per_class[:2]))
+    assert ev.balanced_accuracy == pytest.approx(np.mean(ev.recall[:2]))
+    assert np.isfinite(ev.accuracy) and "left out" in message
 
 
 @pytest.mark.parametrize(
@@ -210,7 +221,7 @@ def test_binary_federation_is_refused_by_the_multiclass_entry() -> None:
         fe.evaluate_multiclass(fed, fe.SecureAggregation())
 
 
-@pytest.mark.parametrize("kwargs", [{"height": 6}, {"n_examples": 100}, {"curve": "quantile"}])
+@pytest.mark.parametrize("kwargs", [{"height": 6}, {"branching": 3}, {"curve": "quantile"}])
 def test_binary_only_arguments_are_refused_for_multiclass(kwargs: dict[str, Any]) -> None:
     """fe.evaluate names a binary-only argument instead of silently ignoring it."""
     p, y = _probs(50, 3, 9)

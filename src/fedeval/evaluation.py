@@ -709,7 +709,6 @@ def evaluate(
     if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
         assert isinstance(fed, Federation)  # a Scan is always binary
         given = {
-            "n_examples": n_examples is not None,
             "height": height is not None,
             "branching": branching != 2,
             "n_buckets": n_buckets is not None,
@@ -730,7 +729,9 @@ def evaluate(
                 f"multiclass Federation ({fed.n_classes} classes); use "
                 "fedeval.evaluate_multiclass(fed, privacy, n_bins=..., ...) for its options"
             )
-        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger)
+        return evaluate_multiclass(
+            fed, privacy, n_examples=n_examples, path=path, rng=rng, ledger=ledger
+        )
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     private = getattr(privacy, "regime", None) != "exact"
     if not private:
