@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
     from fedeval.evaluation import Evaluation, evaluate
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
-    from fedeval.planning import Plan, plan
+    from fedeval.planning import MulticlassPlan, Plan, plan, plan_multiclass
     from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
     from fedeval.privacy.models import (
         CentralDP,
@@ -61,6 +61,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "evaluate_multiclass": ("fedeval.multiclass_evaluation", "evaluate_multiclass"),
     "Plan": ("fedeval.planning", "Plan"),
     "plan": ("fedeval.planning", "plan"),
+    "MulticlassPlan": ("fedeval.planning", "MulticlassPlan"),
+    "plan_multiclass": ("fedeval.planning", "plan_multiclass"),
     "BudgetExceededError": ("fedeval.privacy.ledger", "BudgetExceededError"),
     "BudgetLedger": ("fedeval.privacy.ledger", "BudgetLedger"),
     "CentralDP": ("fedeval.privacy.models", "CentralDP"),
@@ -83,6 +85,7 @@ __all__ = [
     "LabelDP",
     "LocalDP",
     "MulticlassEvaluation",
+    "MulticlassPlan",
     "Plan",
     "Scan",
     "SecureAggregation",
@@ -97,6 +100,7 @@ __all__ = [
     "metrics",
     "partition",
     "plan",
+    "plan_multiclass",
     "privacy",
     "read",
     "report",

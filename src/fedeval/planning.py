@@ -180,6 +180,11 @@ def plan(
     -------
     Plan
 
+    See Also
+    --------
+    plan_multiclass : the plan (parts, budget split, bins, predicted errors) of a
+        multiclass evaluation, from the same public inputs.
+
     Notes
     -----
     Public inputs only: the plan is a function of its arguments, which must
