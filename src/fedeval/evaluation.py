@@ -31,12 +31,14 @@ from fedeval.data import Federation, Scan
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.dense import (
+    RARE_CLASS_EXAMPLES,
     BoundaryCounts,
     auc_bucketization_bound,
     boundary_counts,
     delong_auc_se,
     dense_ap_se,
     dense_auc_se,
+    effective_examples,
     pointwise_band,
 )
 from fedeval.metrics.precision_recall import (
@@ -461,6 +463,20 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
                     f"{_CLASS_NAMES[c]} ≈ {totals[c]:.1f} ± {se[c]:.2g}" for c in (weak or (0, 1))
                 )
             )
+    # The information the release holds about each class (metrics.dense.effective_examples).
+    n_eff = effective_examples(tree) if defined else np.zeros(2)
+    if defined and float(np.min(n_eff)) < RARE_CLASS_EXAMPLES:
+        reasons.append(
+            "the release holds about "
+            + " and ".join(f"{n_eff[c]:.1f} effective {_CLASS_NAMES[c]}" for c in (1, 0))
+            + " (noise-free examples that would pin the class's ECDF as well); below "
+            f"{RARE_CLASS_EXAMPLES:g} the AUC and AP mostly reflect the other class and their "
+            "standard errors are widened to cover that"
+        )
+    elif reasons and defined:
+        reasons.append(
+            f"effective positives ≈ {n_eff[1]:.1f}, effective negatives ≈ {n_eff[0]:.1f}"
+        )
     if not reasons:
         return
     warnings.warn(
