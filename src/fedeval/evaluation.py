@@ -38,8 +38,8 @@ from fedeval.metrics.dense import (
     delong_auc_se,
     dense_ap_se,
     dense_auc_se,
+    dense_band_se,
     effective_examples,
-    pointwise_band,
 )
 from fedeval.metrics.precision_recall import (
     PRStrategy,
@@ -268,8 +268,8 @@ class Evaluation(ReceiptAccessors):
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Pointwise uncertainty band of TPR over a grid of FPR.
 
-        Delta method (:func:`fedeval.metrics.dense.pointwise_band`) on the dense
-        curve's threshold standard errors; the parametric bootstrap with
+        Delta method through the dense curve's shrinkage and projections, with
+        its bias (:func:`fedeval.metrics.dense.dense_band_se`); the parametric bootstrap with
         ``standard_errors="bootstrap"`` or the quantile curve.
 
         Returns
@@ -286,17 +286,10 @@ class Evaluation(ReceiptAccessors):
             return grid, nan, nan.copy()
         if self._closed_form and self._method == "dense":
             fpr, tpr, _ = self.roc_curve()
-            pts = self._point_se
-            lo, hi = pointwise_band(
-                fpr,
-                tpr,
-                pts.fpr_se[::-1],
-                pts.recall_se[::-1],
-                grid,
-                _z(level),
-                se_at=pts.fpr[::-1],
-            )
-            return grid, lo, hi
+            se = dense_band_se(self.tree, self.counts, grid, kind="roc")
+            centre = np.interp(grid, fpr, tpr)
+            z = _z(level)
+            return grid, np.clip(centre - z * se, 0.0, 1.0), np.clip(centre + z * se, 0.0, 1.0)
 
         def tpr_on_grid(tree: HierarchicalHistogram) -> NDArray[np.float64]:
             if not _defined(tree):
@@ -326,8 +319,9 @@ class Evaluation(ReceiptAccessors):
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Pointwise uncertainty band of precision over a grid of recall (delta method).
 
-        From the dense curve's threshold standard errors
-        (:func:`fedeval.metrics.dense.pointwise_band`); NaN when the release is
+        The SE of precision at fixed recall through the dense curve's shrinkage
+        and projections, with its bias (:func:`fedeval.metrics.dense.dense_band_se`);
+        NaN when the release is
         not :attr:`defined` or the curve is not the dense one. Zero width without noise.
         """
         grid = (
@@ -340,30 +334,10 @@ class Evaluation(ReceiptAccessors):
             return grid, nan, nan.copy()
         precision, recall, _ = self.precision_recall_curve()
         order = np.argsort(recall, kind="stable")
-        pts = self._point_se
-        ok = np.isfinite(pts.precision_se) & np.isfinite(pts.precision)
-        se_order = np.argsort(pts.recall[ok], kind="stable")
-        lo, hi = pointwise_band(
-            recall[order],
-            precision[order],
-            pts.recall_se[ok][se_order],
-            pts.precision_se[ok][se_order],
-            grid,
-            _z(level),
-            se_at=pts.recall[ok][se_order],
-        )
-        return grid, lo, hi
-
-    @cached_property
-    def _point_se(self) -> ThresholdMetrics:
-        """Threshold metrics (with SEs) at up to 1,024 boundaries of the dense curves' level.
-
-        Standard errors vary smoothly along the curve, so the bands interpolate
-        them between these points (the bands' centre is the full curve).
-        """
-        edges = self.counts.edges[:-1]
-        step = max(1, -(-edges.size // 1024))
-        return threshold_metrics(self.tree, edges[::step])
+        se = dense_band_se(self.tree, self.counts, grid, kind="pr")
+        centre = np.interp(grid, recall[order], precision[order])
+        z = _z(level)
+        return grid, np.clip(centre - z * se, 0.0, 1.0), np.clip(centre + z * se, 0.0, 1.0)
 
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
