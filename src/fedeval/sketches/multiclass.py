@@ -1,4 +1,4 @@
-"""Everything a multiclass evaluation needs, in one one-hot sketch.
+"""Everything a multiclass evaluation needs, in one sketch (one-hot per part unless split).
 
 Every example (class probabilities ``p_i`` of length c, true class ``y_i``)
 adds 1 to exactly one cell of each of these parts:
@@ -18,8 +18,28 @@ Brier score                    B_loss     bin of ``Σ_j (p_ij − [y_i = j])²``
 =============================  =========  ==============================================
 
 So there are c + 5 parts and the sketch is one-hot per part. Bins are those of
-:class:`~fedeval.sketches.grid.UniformGrid` (left-closed, the one convention);
-B and B_loss and the probability floor ``p_min`` are public inputs.
+:class:`~fedeval.sketches.grid.UniformGrid` (left-closed, the one convention),
+or, under noise, fixed public edges that cut the end bins geometrically
+(:func:`top_label_edges`, :func:`probability_edges`); B and B_loss and the
+probability floor ``p_min`` are public inputs.
+
+Which parts, and their budget (issue 27)
+----------------------------------------
+Only the parts that the requested metrics need are released (``kinds``;
+:func:`fedeval.planning.multiclass_kinds`). With one noise scale for the whole
+vector (distributed DP's shares need one), part k gets its share of ε through
+an integer multiplicity r_k: an example adds r_k to its cell, the noise has the
+scale of L1 = Σ r_k m_k (m_k the cells of part k one example changes), and the
+decoder divides by r_k (:attr:`MulticlassSketch.resolution`), so part k's
+counts carry noise of scale L1/(ε r_k): the share r_k m_k / L1 of ε, listed in
+the receipt. Under that layout the one-vs-rest histograms go as two parts
+(``split_one_vs_rest``): the negative halves of every class (an example is a
+negative of c − 1 classes, m = c − 1) and the positive halves of every class
+(it is the positive of one, m = 1). One part per class gives every positive
+count noise c/ε_ovr for the ε_ovr the histograms share; split in two with
+equal shares, 2/ε_ovr, while the negatives' 2(c − 1)/ε_ovr is spread over c − 1
+times more examples. Under local DP every client reports one part (one-hot,
+no multiplicities, one part per class).
 
 Proper scores in fixed point
 ----------------------------
@@ -39,14 +59,16 @@ scale, take B_loss / (B_loss + c + 4) of the budget.
 
 Sensitivity
 -----------
-One example changes one cell of each of the c + 5 parts by 1: under add/remove
+Without multiplicities and the split, one example changes one cell of each of the c + 5 parts by 1: under add/remove
 of one example L1 = c + 5 and L2 = √(c + 5); replacing it moves one unit in each
 part, L1 = 2(c + 5), L2 = √(2(c + 5)); a client of at most B examples multiplies
 these by B (all its examples may share cells). Every client encoding every part
 ("whole") splits the budget evenly over the parts (each part has L1 = 1 per
 example, so uniform noise of L1 = c + 5 gives each part ε/(c + 5)); clients
 assigned to one part each ("assign", and local DP) give every part the full
-budget and the parts come from disjoint clients.
+budget and the parts come from disjoint clients. With multiplicities every
+part's change is multiplied by r_k and the split negatives' by c − 1
+(:meth:`MulticlassSketch.sensitivity`).
 
 Local DP: split users, not a combined oracle
 --------------------------------------------
