@@ -196,3 +196,59 @@ def test_calibrate_accepts_a_scan(tmp_path: Path) -> None:
     )
     grid = np.linspace(0, 1, 11)
     np.testing.assert_array_equal(a.predict_proba(grid), b.predict_proba(grid))
+
+
+@pytest.mark.parametrize(
+    "kind", ["dense", "gaps", "wide", "negative", "strings"], ids=lambda k: f"ids-{k}"
+)
+def test_client_ids_of_every_kind_give_the_in_memory_index(tmp_path: Path, kind: str) -> None:
+    """Ids 0..K-1 (their own index), small ids with gaps (a lookup table), ids past the
+    table (2^40 + k), negative ids and strings (sorted merges): the streamed dense index,
+    sizes and releases equal the in-memory federation's."""
+    s, y, c = _data(3000, 90)
+    ids: Any = {
+        "dense": c,
+        "gaps": 7 * c + 3,
+        "wide": c + (1 << 40),
+        "negative": c - 45,
+        "strings": np.array([f"u{k:03d}" for k in c]),
+    }[kind]
+    d = tmp_path / "ids"
+    d.mkdir()
+    pq.write_table(pa.table({"score": s, "label": y, "client": ids}), d / "a.parquet")
+    src = fe.scan(d, client="client", batch_size=400)
+    fed = fe.Federation.from_arrays(s, y, ids)
+    np.testing.assert_array_equal(src.client_ids(), fed.client_ids)
+    np.testing.assert_array_equal(src.client_sizes, fed.client_sizes)
+    np.testing.assert_array_equal(src.to_federation().client_index, fed.client_index)
+    # LDP with clients assigned to levels reads every row's client index
+    for privacy, layout in ((fe.LocalDP(5.0), "assign"), (fe.DistributedDP(1.0), "split")):
+        a = fe.evaluate(src, privacy, rng=3, height=4, level_budget=layout)
+        b = fe.evaluate(fed, privacy, rng=3, height=4, level_budget=layout)
+        assert _levels_equal(a, b)
+
+
+def test_an_encoder_that_ignores_clients_reads_no_client_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Example-level DistDP with a client column: the client column is read once, alone,
+    to count the clients; the encoding pass reads scores and labels only. Same release
+    as in memory, for the same seed."""
+    import sys
+
+    s, y, c = _data()
+    d = _write_parts(tmp_path, s, y, c)
+    scan_type = sys.modules["fedeval.data.scan"].Scan
+    read = scan_type._column_batches
+    passes: list[list[str]] = []
+
+    def recording(self: Any, columns: Any) -> Any:
+        passes.append(list(columns))
+        return read(self, columns)
+
+    monkeypatch.setattr(scan_type, "_column_batches", recording)
+    src = fe.scan(d, client="client", batch_size=700)
+    a = fe.evaluate(src, fe.DistributedDP(1.0), rng=6, height=6)
+    assert passes == [["client"], ["score", "label"]]
+    b = fe.evaluate(fe.Federation.from_arrays(s, y, c), fe.DistributedDP(1.0), rng=6, height=6)
+    assert _levels_equal(a, b)

@@ -188,7 +188,10 @@ def sum_vectors(
         try:
             if isinstance(fed, Scan):
                 total = fed.encode(
-                    _encoder(sketch, groups), length=sketch.length, integer=sketch.integer
+                    _encoder(sketch, groups),
+                    length=sketch.length,
+                    integer=sketch.integer,
+                    reads_clients=groups is not None or sketch.reads_clients,
                 )
             elif groups is None:
                 total = sketch.encode_clients(fed)
@@ -306,7 +309,7 @@ def local_reports(
         and n_parts * n_atoms <= 4 * n_clients + (1 << 16)
     ):
         if isinstance(fed, Scan):
-            atoms = fed.encode(partial(_atoms, sketch), length=n_atoms)
+            atoms = fed.encode(partial(_atoms, sketch), length=n_atoms, reads_clients=False)
         else:
             atoms = sketch.encode_atoms(fed.scores, fed.labels)
         true = sketch.parts_from_atoms(split_counts(atoms, per_part, rng))

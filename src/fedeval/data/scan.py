@@ -28,8 +28,19 @@ Client indices
 --------------
 With ``client=None`` every row is its own client, and its index is its row
 number. With a client column, one pass over that column (only) finds the
-sorted distinct ids and their sizes; a row's dense index is the position of its
-id among them (:meth:`Scan.client_ids`).
+sorted distinct ids (:meth:`Scan.client_ids`); their sizes cost another pass
+over that column, taken only when asked for (a contribution bound). A row's
+dense index is the position of its id among them. Small
+non-negative integer ids (the common case) are marked in a table indexed by the
+id, so a row's dense index is one table lookup (none when the ids are
+0..K-1); other ids (strings, huge integers) are found by binary search. The
+index is computed only when the encoder reads it (``reads_clients``): the
+hierarchy, for one, does not, so an example-level release reads the client
+column once, to count the clients, and then only scores and labels.
+
+A client-level contribution bound on the arrow engine is a stateful filter
+over the batches (:meth:`Scan.filtered`), supplied by the aggregation layer:
+the bounded scan is still one streamed pass.
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,8 +67,18 @@ __all__ = ["Batch", "Scan", "scan"]
 
 Engine = Literal["arrow", "dask"]
 Encoder = Callable[[NDArray[np.float64], NDArray[np.int8], NDArray[np.int64]], NDArray[Any]]
+#: Rows of one batch to keep, from their dense client indices (one call per batch, in order).
+RowFilter = Callable[[NDArray[np.int64]], NDArray[np.bool_]]
 
 _DEFAULT_BATCH = 1 << 20
+#: Non-negative integer ids below this are marked present in a table indexed by the
+#: id (1 byte each); larger ones are merged by sorting.
+_MARK_IDS_BELOW = 1 << 28
+#: pyarrow's own read-ahead (on by default) is redundant with the reader thread
+#: (:data:`PREFETCH_DEPTH`) and holds ~150 MB more of decoded batches.
+_READ_OPTIONS: dict[str, Any] = {"batch_readahead": 0, "fragment_readahead": 0}
+#: Clients are counted in a table of every client per batch below this; above, by sorting.
+_COUNT_CLIENTS_BELOW = 1 << 23
 _PROGRESS_DELAY_S = 2.0
 _PROGRESS_MININTERVAL_S = 0.5
 
@@ -89,6 +110,8 @@ class Scan:
         Rows per batch on the arrow engine.
     progress : bool
         Show a progress bar (rows, MB/s) when a pass lasts longer than 2 s.
+    row_filter : callable or None
+        Arrow engine: a fresh per-batch row filter for every pass (see :meth:`filtered`).
     """
 
     source: Any
@@ -99,6 +122,7 @@ class Scan:
     engine: Engine
     batch_size: int = _DEFAULT_BATCH
     progress: bool = True
+    row_filter: Callable[[], RowFilter] | None = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     kind = "binary"
@@ -119,38 +143,71 @@ class Scan:
         """Number of clients (rows, or distinct ids of the client column)."""
         if self.client is None:
             return self.n_examples
-        return int(self.client_ids().shape[0])
+        return int(self._clients().ids.shape[0])
 
     def client_ids(self) -> NDArray[Any]:
         """Sorted distinct client ids (one pass over the client column, cached)."""
-        self._client_pass()
-        ids: NDArray[Any] = self._cache["ids"]
-        return ids
+        return self._clients().ids
 
     @property
     def client_sizes(self) -> NDArray[np.int64]:
-        """Rows per client, in the order of :meth:`client_ids`."""
+        """Rows per client, in the order of :meth:`client_ids`.
+
+        Small integer ids are only marked present by the pass that finds
+        them, so one more pass over the client column counts them, when first
+        asked (other ids are counted while they are merged).
+        """
         if self.client is None:
             return np.ones(self.n_examples, dtype=np.int64)
-        self._client_pass()
-        sizes: NDArray[np.int64] = self._cache["sizes"]
-        return sizes
+        table = self._clients()
+        if table.sizes is None:
+            table = self._count_sizes(table)
+        assert table.sizes is not None
+        return table.sizes
 
-    def _client_pass(self) -> None:
-        if "ids" in self._cache:
-            return
+    def _clients(self) -> _ClientTable:
+        cached: _ClientTable | None = self._cache.get("clients")
+        if cached is not None:
+            return cached
         if self.client is None:
             raise ValueError("this scan has no client column: every row is its own client")
         if self.engine == "dask":
             counts = self.source[self.client].value_counts().compute()
             order = np.argsort(counts.index.to_numpy(), kind="stable")
-            self._cache["ids"] = counts.index.to_numpy()[order]
-            self._cache["sizes"] = counts.to_numpy().astype(np.int64)[order]
-            return
-        tally = _IdTally()
-        for values, where, first in self._column_batches([self.client]):
-            tally.add(_client_values(values[0], where, first, self.client))
-        self._cache["ids"], self._cache["sizes"] = tally.result()
+            table = _ClientTable(
+                counts.index.to_numpy()[order],
+                None,
+                True,
+                counts.to_numpy().astype(np.int64)[order],
+            )
+        else:
+            tally = _IdTally()
+            for values, where, first in self._column_batches([self.client]):
+                tally.add(_client_values(values[0], where, first, self.client))
+            table = tally.result()
+        self._cache["clients"] = table
+        return table
+
+    def _count_sizes(self, table: _ClientTable) -> _ClientTable:
+        """One pass over the client column: rows per client (dense index, then counts)."""
+        assert self.client is not None
+        n = table.ids.shape[0]
+        if self.engine == "dask":
+            counts = self.source[self.client].value_counts().compute()
+            sizes = np.zeros(n, dtype=np.int64)
+            sizes[table.index(counts.index.to_numpy())] = counts.to_numpy()
+        else:
+            sizes = np.zeros(n, dtype=np.int64)
+            for values, where, first in self._column_batches([self.client]):
+                dense = table.index(_client_values(values[0], where, first, self.client))
+                if n < _COUNT_CLIENTS_BELOW:
+                    sizes += np.bincount(dense, minlength=n)
+                else:  # a table of every client per batch would dwarf the batch
+                    u, c = np.unique(dense, return_counts=True)
+                    sizes[u] += c
+        out = replace(table, sizes=sizes)
+        self._cache["clients"] = out
+        return out
 
     def n_positives(self) -> int:
         """Exact number of positive labels (one pass over the label column).
@@ -188,7 +245,9 @@ class Scan:
     def _read(self, columns: Sequence[str]) -> Iterator[tuple[list[NDArray[Any]], str, int, int]]:
         for frag, where in self._fragments():
             first = 0
-            batches = frag.to_batches(columns=list(columns), batch_size=self.batch_size)
+            batches = frag.to_batches(
+                columns=list(columns), batch_size=self.batch_size, **_READ_OPTIONS
+            )
             while True:
                 try:
                     rb = next(batches)
@@ -204,36 +263,71 @@ class Scan:
                 yield cols, where, first, rb.nbytes
                 first += rb.num_rows
 
-    def batches(self) -> Iterator[Batch]:
-        """Validated batches of the arrow engine (scores, labels, dense client index)."""
+    def batches(self, *, clients: bool = True) -> Iterator[Batch]:
+        """Validated batches of the arrow engine (scores, labels, dense client index).
+
+        Parameters
+        ----------
+        clients : bool
+            Compute every row's dense client index. When False the client
+            column is not read (unless a row filter needs it) and
+            ``Batch.clients`` holds zeros that must not be read.
+        """
         if self.engine != "arrow":
             raise ValueError("batches() streams the arrow engine; Dask partitions run on workers")
-        cols = [self.score, self.label] + ([self.client] if self.client is not None else [])
-        ids = None if self.client is None else self.client_ids()
+        keep_rows = None if self.row_filter is None else self.row_filter()
+        client = self.client if clients or keep_rows is not None else None
+        table = None if client is None else self._clients()
+        cols = [self.score, self.label] + ([client] if client is not None else [])
         offset = 0
         for values, where, first in self._column_batches(cols):
             s = _check_scores(values[0], self.score_range, where, first)
             y = _check_labels(values[1], where, first)
-            if ids is None or self.client is None:
-                c = np.arange(offset, offset + s.shape[0], dtype=np.int64)
+            n = s.shape[0]
+            if table is not None and client is not None:
+                c = table.index(_client_values(values[2], where, first, client))
+            elif clients:
+                c = np.arange(offset, offset + n, dtype=np.int64)
             else:
-                c = _dense_index(ids, _client_values(values[2], where, first, self.client))
-            offset += s.shape[0]
+                c = _unread(n)
+            offset += n
+            if keep_rows is not None:
+                keep = keep_rows(c)
+                s, y, c = s[keep], y[keep], c[keep]
             yield Batch(s, y, c, where, first)
 
     # -------------------------------------------------------------- encode
-    def encode(self, encoder: Encoder, *, length: int, integer: bool = True) -> NDArray[Any]:
+    def encode(
+        self,
+        encoder: Encoder,
+        *,
+        length: int,
+        integer: bool = True,
+        reads_clients: bool = True,
+    ) -> NDArray[Any]:
         """Σ over batches (or partitions) of ``encoder(scores, labels, client_index)``.
 
         Exact for a linear encoder: the sum of the batches' encodings is the
         encoding of all rows. On the Dask engine each partition is encoded on a
         worker and only its vector is sent back.
+
+        Parameters
+        ----------
+        encoder : callable
+        length : int
+            Length of the encoded vector.
+        integer : bool
+            Sum in int64 (else float64).
+        reads_clients : bool
+            Whether ``encoder`` reads its client index. When False no index is
+            computed (the client column is not even read) and the encoder gets
+            zeros.
         """
         dtype = np.int64 if integer else np.float64
         if self.engine == "dask":
-            return _dask_encode(self, encoder, length, dtype)
+            return _dask_encode(self, encoder, length, dtype, reads_clients)
         total = np.zeros(length, dtype=dtype)
-        for b in self.batches():
+        for b in self.batches(clients=reads_clients):
             total += np.asarray(encoder(b.scores, b.labels, b.clients), dtype=dtype)
         return total
 
@@ -260,6 +354,51 @@ class Scan:
         return Federation.from_dense_index(
             scores, labels, index, self.client_ids(), "binary", self.score_range
         )
+
+    def filtered(
+        self, make_filter: Callable[[], RowFilter], client_sizes: NDArray[np.int64]
+    ) -> Scan:
+        """Arrow engine: the rows that a filter keeps, batch by batch, in every pass.
+
+        Parameters
+        ----------
+        make_filter : callable
+            Returns a fresh filter at the start of every pass; the filter is
+            called once per batch, in order, with the batch's dense client
+            indices, and returns the rows to keep. A stateful filter (a
+            contribution bound that spans batches) is thus restarted on every
+            pass, and a filter seeded at construction keeps the same rows in
+            every pass.
+        client_sizes : ndarray of int64, shape (n_clients,)
+            Rows per client after the filter (the filter's caller knows them:
+            a bound keeps ``min(size, B)``).
+
+        Returns
+        -------
+        Scan
+            The same clients (a client may keep no rows; it still takes part).
+        """
+        if self.engine != "arrow" or self.client is None:
+            raise ValueError("filtered() streams the arrow engine of a scan with a client column")
+        if self.row_filter is not None:
+            raise ValueError("this scan is filtered already")
+        sizes = np.asarray(client_sizes, dtype=np.int64)
+        if sizes.shape != (self.n_clients,):
+            raise ValueError(f"client_sizes has shape {sizes.shape}, expected ({self.n_clients},)")
+        out = Scan(
+            self.source,
+            self.score,
+            self.label,
+            self.client,
+            self.score_range,
+            self.engine,
+            self.batch_size,
+            self.progress,
+            make_filter,
+        )
+        out._cache["clients"] = replace(self._clients(), sizes=sizes)
+        out._cache["n_examples"] = int(sizes.sum())
+        return out
 
     def bounded(
         self,
@@ -301,7 +440,8 @@ class Scan:
             self.batch_size,
             self.progress,
         )
-        out._cache["ids"] = self.client_ids()  # the same clients take part
+        # The same clients take part; their sizes after the bound are counted if asked.
+        out._cache["clients"] = replace(self._clients(), sizes=None)
         return out
 
     def __repr__(self) -> str:
@@ -488,46 +628,103 @@ def _client_values(values: NDArray[Any], where: str, first: int, name: str) -> N
     return values
 
 
-def _dense_index(ids: NDArray[Any], values: NDArray[Any]) -> NDArray[np.int64]:
-    return np.asarray(np.searchsorted(ids, values), dtype=np.int64)
+def _unread(n: int) -> NDArray[np.int64]:
+    """A client index that the encoder does not read: zeros, read-only, no memory."""
+    return np.broadcast_to(np.int64(0), (n,))
+
+
+@dataclass(frozen=True)
+class _ClientTable:
+    """The distinct ids of a client column and how a row's id becomes its dense index.
+
+    Attributes
+    ----------
+    ids : ndarray, shape (n_clients,)
+        Sorted distinct ids; client ``i`` is ``ids[i]``.
+    lookup : ndarray of int or None
+        Small non-negative integer ids with gaps: the dense index of every id
+        value (``lookup[id]``). None with ``search`` False: the ids are
+        0..n_clients-1, their own index.
+    search : bool
+        Other ids (strings, floats, huge or negative integers): binary search in ``ids``.
+    sizes : ndarray of int64 or None
+        Rows per client, when counted.
+    """
+
+    ids: NDArray[Any]
+    lookup: NDArray[np.integer] | None
+    search: bool
+    sizes: NDArray[np.int64] | None
+
+    def index(self, values: NDArray[Any]) -> NDArray[np.int64]:
+        """Dense index (position in ``ids``) of every value; every value must be an id."""
+        if self.search:
+            return np.asarray(np.searchsorted(self.ids, values), dtype=np.int64)
+        if self.lookup is None:
+            return values.astype(np.int64, copy=False)
+        return np.take(self.lookup, values).astype(np.int64, copy=False)
 
 
 class _IdTally:
-    """Distinct ids and their counts over batches (a counting array for small integers)."""
+    """Distinct ids over batches: marked present, or merged by sorting.
+
+    Non-negative integers below 2^28 are marked in a table of one byte per id
+    value, a scattered write per row (counting them instead costs ~3x as much
+    per batch: a table-sized ``bincount`` of 8 bytes per id and its sum), so
+    their sizes are left to a later pass, taken only when asked for
+    (:attr:`Scan.client_sizes`). Other ids are merged by sorting, with their
+    counts.
+    """
 
     def __init__(self) -> None:
-        self.counts: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.present: NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self.ids: NDArray[Any] | None = None
+        self.counts: NDArray[np.int64] | None = None
         self.dtype: Any = None
 
     def add(self, values: NDArray[Any]) -> None:
         if self.dtype is None:
             self.dtype = values.dtype
-        small = values.dtype.kind in "iu" and self.ids is None and values.size
-        if small and values.min() >= 0 and values.max() < (1 << 27):
-            c = np.bincount(values)
-            if c.size > self.counts.size:
-                c[: self.counts.size] += self.counts
-                self.counts = c
-            else:
-                self.counts[: c.size] += c
+        if values.size == 0:
             return
+        if self.ids is None and values.dtype.kind in "iu":
+            hi = int(values.max())
+            if int(values.min()) >= 0 and hi < _MARK_IDS_BELOW:
+                if hi >= self.present.size:
+                    grown = np.zeros(hi + 1, dtype=bool)
+                    grown[: self.present.size] = self.present
+                    self.present = grown
+                self.present[values] = True
+                return
+        self._merge(values)
+
+    def _merge(self, values: NDArray[Any]) -> None:
         u, c = np.unique(values, return_counts=True)
-        if self.ids is None:  # leave the counting array: carry its ids over
-            present = np.flatnonzero(self.counts)
-            self.ids, self.counts = present.astype(values.dtype), self.counts[present]
-        ids = np.concatenate([self.ids, u])
-        merged, inverse = np.unique(ids, return_inverse=True)
-        self.counts = np.bincount(
-            inverse, weights=np.concatenate([self.counts, c]), minlength=merged.size
-        ).astype(np.int64)
+        if self.ids is None:
+            if self.present.any():
+                # Ids marked so far have no counts: keep the ids, count nothing.
+                self.ids = np.flatnonzero(self.present).astype(values.dtype)
+            else:
+                self.ids, self.counts = u[:0], np.zeros(0, dtype=np.int64)
+            self.present = np.zeros(0, dtype=bool)
+        merged, inverse = np.unique(np.concatenate([self.ids, u]), return_inverse=True)
+        if self.counts is not None:
+            self.counts = np.bincount(
+                inverse, weights=np.concatenate([self.counts, c]), minlength=merged.size
+            ).astype(np.int64)
         self.ids = merged
 
-    def result(self) -> tuple[NDArray[Any], NDArray[np.int64]]:
-        if self.ids is None:
-            present = np.flatnonzero(self.counts)
-            return present.astype(self.dtype or np.int64), self.counts[present]
-        return self.ids, self.counts
+    def result(self) -> _ClientTable:
+        if self.ids is not None:
+            return _ClientTable(self.ids, None, True, self.counts)
+        ids = np.flatnonzero(self.present).astype(self.dtype or np.int64)
+        if self.present.all():  # ids 0..K-1: their own dense index
+            return _ClientTable(ids, None, False, None)
+        lookup: NDArray[np.integer] = np.cumsum(
+            self.present, dtype=np.int32 if ids.size < 2**31 else np.int64
+        )
+        lookup -= 1
+        return _ClientTable(ids, lookup, False, None)
 
 
 class _Progress:
@@ -646,32 +843,34 @@ def _dask_read(files: list[str], fmt: str, columns: list[str]) -> Any:
     return dd.read_csv(files, usecols=columns)
 
 
-def _dask_encode(scan_: Scan, encoder: Encoder, length: int, dtype: Any) -> NDArray[Any]:
-    """Encode every partition on the workers; sum the small vectors on the driver."""
+def _dask_encode(
+    scan_: Scan, encoder: Encoder, length: int, dtype: Any, reads_clients: bool
+) -> NDArray[Any]:
+    """Encode every partition on the workers; sum the small vectors on the driver.
+
+    One pass over the partitions. Only an encoder that reads the client index
+    of a source without a client column (the row number) costs a first pass
+    over the partitions' lengths.
+    """
     import dask
 
-    cols = [scan_.score, scan_.label] + ([scan_.client] if scan_.client is not None else [])
+    read_ids = reads_clients and scan_.client is not None
+    cols = [scan_.score, scan_.label] + ([scan_.client] if read_ids else [])
     ddf = scan_.source[cols]
-    ids = None if scan_.client is None else scan_.client_ids()
     parts = ddf.to_delayed()
     starts: list[int] = [0] * len(parts)
-    if scan_.client is None:
+    if reads_clients and scan_.client is None:
         sizes = ddf.map_partitions(len).compute()
         starts = np.concatenate(([0], np.cumsum(np.asarray(sizes))[:-1])).astype(int).tolist()
+    # One graph key for what every task shares (the encoder, the client table),
+    # not one copy per task.
+    shared = dask.delayed((encoder, scan_._clients() if read_ids else None), pure=True)
+    layout = _PartitionLayout(
+        scan_.score, scan_.label, scan_.client if read_ids else None, scan_.score_range,
+        length, dtype, reads_clients,
+    )  # fmt: skip
     tasks = [
-        dask.delayed(_encode_partition)(
-            part,
-            k,
-            start,
-            scan_.score,
-            scan_.label,
-            scan_.client,
-            scan_.score_range,
-            ids,
-            encoder,
-            length,
-            dtype,
-        )
+        dask.delayed(_encode_partition)(part, k, start, layout, shared)
         for k, (part, start) in enumerate(zip(parts, starts, strict=True))
     ]
     total = np.zeros(length, dtype=dtype)
@@ -680,30 +879,43 @@ def _dask_encode(scan_: Scan, encoder: Encoder, length: int, dtype: Any) -> NDAr
     return total
 
 
+@dataclass(frozen=True)
+class _PartitionLayout:
+    """What a worker needs to know to encode one partition."""
+
+    score: str
+    label: str
+    client: str | None
+    score_range: tuple[float, float]
+    length: int
+    dtype: Any
+    reads_clients: bool
+
+
 def _encode_partition(
     df: Any,
     k: int,
     start: int,
-    score: str,
-    label: str,
-    client: str | None,
-    score_range: tuple[float, float],
-    ids: NDArray[Any] | None,
-    encoder: Encoder,
-    length: int,
-    dtype: Any,
+    layout: _PartitionLayout,
+    shared: tuple[Encoder, _ClientTable | None],
 ) -> NDArray[Any]:
+    encoder, table = shared
     where = f"partition {k}"
     if len(df) == 0:
-        return np.zeros(length, dtype=dtype)
-    s = _check_scores(df[score].to_numpy(dtype=np.float64, na_value=np.nan), score_range, where, 0)
-    raw_y = df[label]
+        return np.zeros(layout.length, dtype=layout.dtype)
+    s = _check_scores(
+        df[layout.score].to_numpy(dtype=np.float64, na_value=np.nan), layout.score_range, where, 0
+    )
+    raw_y = df[layout.label]
     y_values = (
         raw_y.to_numpy(dtype=np.float64, na_value=np.nan) if raw_y.hasnans else raw_y.to_numpy()
     )
     y = _check_labels(np.asarray(y_values), where, 0)
-    if ids is None or client is None:
-        c = np.arange(start, start + s.shape[0], dtype=np.int64)
+    n = s.shape[0]
+    if table is not None and layout.client is not None:
+        c = table.index(_client_values(df[layout.client].to_numpy(), where, 0, layout.client))
+    elif layout.reads_clients:
+        c = np.arange(start, start + n, dtype=np.int64)
     else:
-        c = _dense_index(ids, _client_values(df[client].to_numpy(), where, 0, client))
-    return np.asarray(encoder(s, y, c), dtype=dtype)
+        c = _unread(n)
+    return np.asarray(encoder(s, y, c), dtype=layout.dtype)
