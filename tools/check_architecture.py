@@ -35,7 +35,14 @@ DRAWS = frozenset(
         "logistic", "lognormal", "bytes",
     }
 )  # fmt: skip
-DRAW_EXCEPTIONS = ("privacy/", "data/partition.py", "data/demo.py", "postprocess/bootstrap.py")
+DRAW_EXCEPTIONS = (
+    "privacy/",
+    "data/partition.py",
+    "data/demo.py",
+    "postprocess/bootstrap.py",
+    # Issue 28: the streamed contribution bound's draws, until privacy/sampling.py is free.
+    "aggregation/streamed_bound.py",
+)
 MODELS = frozenset(
     {"SecureAggregation", "DistributedDP", "LocalDP", "LabelDP", "UserLevelDP", "CentralDP",
      "PrivacyModel"}

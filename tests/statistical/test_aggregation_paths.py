@@ -297,3 +297,35 @@ def test_ldp_one_example_per_client_fast_and_faithful_agree(
 
 def _refuse(*args: object) -> None:
     raise AssertionError("assign_groups called")
+
+
+def test_streamed_bound_keeps_a_uniform_subset_across_batches() -> None:
+    """A streamed scan is bounded batch by batch (:class:`StreamedBound`): every client
+    keeps exactly min(n_i, B) rows, and every B-subset of its rows is equally likely,
+    wherever the rows lie. Client 0 has 5 rows over 3 batches (one or two per batch:
+    decided row by row); client 2 has 20 rows, 18 of them in one batch (decided as one
+    block: a hypergeometric count and a shuffle); client 1 is at the bound. Over
+    R draws, the C(n, 2) pairs of clients 0 and 2 are tested by chi-square against
+    uniform (p > 1e-4 each)."""
+    from itertools import combinations
+
+    from fedeval.aggregation.streamed_bound import StreamedBound
+
+    clients = np.array([0, 2, 1, 0] + [2] * 18 + [0, 1, 2, 0, 0])
+    batches = [slice(0, 3), slice(3, 22), slice(22, 24), slice(24, 27)]
+    sizes = np.bincount(clients)
+    r_draws = 3000  # 15.8 expected per pair of client 2
+    seen: dict[int, dict[tuple[int, ...], int]] = {0: {}, 2: {}}
+    for seed in range(r_draws):
+        bound = StreamedBound(sizes, 2, seed)
+        keep = np.concatenate([bound(clients[b]) for b in batches])
+        assert keep[clients == 1].all()
+        for c in (0, 2):
+            pair = tuple(int(i) for i in np.flatnonzero(keep & (clients == c)))
+            assert len(pair) == 2
+            seen[c][pair] = seen[c].get(pair, 0) + 1
+    for c in (0, 2):
+        pairs = list(combinations(np.flatnonzero(clients == c).tolist(), 2))
+        observed = np.array([seen[c].get(p, 0) for p in pairs])
+        assert observed.sum() == r_draws
+        assert stats.chisquare(observed).pvalue > P_MIN

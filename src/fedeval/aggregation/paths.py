@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.aggregation.streamed_bound import StreamedBound
 from fedeval.data import Federation, Scan
 from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.mechanisms.randomized_response import flip_labels
@@ -38,6 +39,7 @@ from fedeval.privacy.sampling import (
     seeded_contribution_mask,
     spawn_seeds,
     split_counts,
+    uniform_seed,
 )
 from fedeval.sketches.base import Sketch
 
@@ -80,7 +82,9 @@ def bound_contributions(
 
     Linear time on a Federation (:func:`~fedeval.privacy.sampling.contribution_mask`).
     A Dask scan is shuffled on the client column and bounded partition by
-    partition; a local scan with a binding bound is read into memory first.
+    partition. A local scan stays streamed: its batches are bounded as they
+    are read (:class:`StreamedBound`, seeded once here, so every pass keeps the
+    same rows); the clients' sizes cost one pass over the client column first.
     """
     if int(fed.client_sizes.max()) <= bound:
         return fed
@@ -89,7 +93,10 @@ def bound_contributions(
             return fed.bounded(
                 partial(seeded_contribution_mask, bound=bound), partial(spawn_seeds, rng)
             )
-        fed = fed.to_federation()
+        sizes = fed.client_sizes
+        return fed.filtered(
+            partial(StreamedBound, sizes, bound, uniform_seed(rng)), np.minimum(sizes, bound)
+        )
     keep = contribution_mask(fed.client_index, fed.offsets, bound, rng)
     return fed.keep_rows(keep)
 

@@ -28,9 +28,8 @@ Client indices
 --------------
 With ``client=None`` every row is its own client, and its index is its row
 number. With a client column, one pass over that column (only) finds the
-sorted distinct ids (:meth:`Scan.client_ids`); their sizes cost another pass
-over that column, taken only when asked for (a contribution bound). A row's
-dense index is the position of its id among them. Small
+sorted distinct ids (:meth:`Scan.client_ids`) and, in most cases, their sizes.
+A row's dense index is the position of its id among them. Small
 non-negative integer ids (the common case) are marked in a table indexed by the
 id, so a row's dense index is one table lookup (none when the ids are
 0..K-1); other ids (strings, huge integers) are found by binary search. The
@@ -71,8 +70,11 @@ Encoder = Callable[[NDArray[np.float64], NDArray[np.int8], NDArray[np.int64]], N
 RowFilter = Callable[[NDArray[np.int64]], NDArray[np.bool_]]
 
 _DEFAULT_BATCH = 1 << 20
-#: Non-negative integer ids below this are marked present in a table indexed by the
-#: id (1 byte each); larger ones are merged by sorting.
+#: Non-negative integer ids below this are counted in a table indexed by the id (8 bytes
+#: each), every ``_COUNT_EVERY`` ids; below ``_MARK_IDS_BELOW`` they are marked present
+#: (1 byte each); larger ones are merged by sorting.
+_COUNT_IDS_BELOW = 1 << 23
+_COUNT_EVERY = 1 << 22
 _MARK_IDS_BELOW = 1 << 28
 #: pyarrow's own read-ahead (on by default) is redundant with the reader thread
 #: (:data:`PREFETCH_DEPTH`) and holds ~150 MB more of decoded batches.
@@ -153,9 +155,9 @@ class Scan:
     def client_sizes(self) -> NDArray[np.int64]:
         """Rows per client, in the order of :meth:`client_ids`.
 
-        Small integer ids are only marked present by the pass that finds
-        them, so one more pass over the client column counts them, when first
-        asked (other ids are counted while they are merged).
+        Counted by the pass that finds the ids, except for integer ids from
+        2^23 to 2^28, which that pass only marks present: one more pass over
+        the client column counts them, when first asked.
         """
         if self.client is None:
             return np.ones(self.n_examples, dtype=np.int64)
@@ -666,20 +668,24 @@ class _ClientTable:
 
 
 class _IdTally:
-    """Distinct ids over batches: marked present, or merged by sorting.
+    """Distinct ids over batches: counted, marked present, or merged by sorting.
 
-    Non-negative integers below 2^28 are marked in a table of one byte per id
-    value, a scattered write per row (counting them instead costs ~3x as much
-    per batch: a table-sized ``bincount`` of 8 bytes per id and its sum), so
-    their sizes are left to a later pass, taken only when asked for
+    Non-negative integers below 2^23 are counted in a table indexed by the id,
+    one ``bincount`` per few batches (a table-sized ``bincount`` per batch would
+    cost ~3x a presence mark); up to 2^28 they are only marked present, a byte
+    per id value (8 bytes a count would take too much), and their sizes are
+    left to a later pass, taken only when asked for
     (:attr:`Scan.client_sizes`). Other ids are merged by sorting, with their
     counts.
     """
 
     def __init__(self) -> None:
+        self.counts: NDArray[np.int64] | None = np.zeros(0, dtype=np.int64)
+        self.pending: list[NDArray[Any]] = []
+        self.n_pending = 0
         self.present: NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self.ids: NDArray[Any] | None = None
-        self.counts: NDArray[np.int64] | None = None
+        self.id_counts: NDArray[np.int64] | None = None
         self.dtype: Any = None
 
     def add(self, values: NDArray[Any]) -> None:
@@ -690,41 +696,66 @@ class _IdTally:
         if self.ids is None and values.dtype.kind in "iu":
             hi = int(values.max())
             if int(values.min()) >= 0 and hi < _MARK_IDS_BELOW:
-                if hi >= self.present.size:
-                    grown = np.zeros(hi + 1, dtype=bool)
-                    grown[: self.present.size] = self.present
-                    self.present = grown
-                self.present[values] = True
+                if self.counts is not None and hi < _COUNT_IDS_BELOW:
+                    self.pending.append(values)
+                    self.n_pending += values.size
+                    if self.n_pending >= _COUNT_EVERY:
+                        self._count()
+                    return
+                self._mark(values, hi)
                 return
         self._merge(values)
 
+    def _count(self) -> None:
+        if not self.pending:
+            return
+        assert self.counts is not None
+        c = np.bincount(np.concatenate(self.pending), minlength=self.counts.size)
+        c[: self.counts.size] += self.counts
+        self.counts, self.pending, self.n_pending = c, [], 0
+
+    def _mark(self, values: NDArray[Any], hi: int) -> None:
+        if self.counts is not None:  # leave counting: keep which ids were seen
+            self._count()
+            self.present, self.counts = self.counts > 0, None
+        if hi >= self.present.size:
+            grown = np.zeros(hi + 1, dtype=bool)
+            grown[: self.present.size] = self.present
+            self.present = grown
+        self.present[values] = True
+
     def _merge(self, values: NDArray[Any]) -> None:
         u, c = np.unique(values, return_counts=True)
-        if self.ids is None:
-            if self.present.any():
-                # Ids marked so far have no counts: keep the ids, count nothing.
-                self.ids = np.flatnonzero(self.present).astype(values.dtype)
+        if self.ids is None:  # leave the table indexed by id: carry its ids (and counts) over
+            self._count()
+            if self.counts is not None:
+                seen = np.flatnonzero(self.counts)
+                self.id_counts = self.counts[seen]
             else:
-                self.ids, self.counts = u[:0], np.zeros(0, dtype=np.int64)
-            self.present = np.zeros(0, dtype=bool)
+                seen = np.flatnonzero(self.present)
+            self.ids = seen.astype(u.dtype) if seen.size else u[:0]
+            self.counts, self.present = None, np.zeros(0, dtype=bool)
         merged, inverse = np.unique(np.concatenate([self.ids, u]), return_inverse=True)
-        if self.counts is not None:
-            self.counts = np.bincount(
-                inverse, weights=np.concatenate([self.counts, c]), minlength=merged.size
+        if self.id_counts is not None:
+            self.id_counts = np.bincount(
+                inverse, weights=np.concatenate([self.id_counts, c]), minlength=merged.size
             ).astype(np.int64)
         self.ids = merged
 
     def result(self) -> _ClientTable:
         if self.ids is not None:
-            return _ClientTable(self.ids, None, True, self.counts)
-        ids = np.flatnonzero(self.present).astype(self.dtype or np.int64)
-        if self.present.all():  # ids 0..K-1: their own dense index
-            return _ClientTable(ids, None, False, None)
+            return _ClientTable(self.ids, None, True, self.id_counts)
+        self._count()
+        present = self.present if self.counts is None else self.counts > 0
+        ids = np.flatnonzero(present).astype(self.dtype or np.int64)
+        sizes = None if self.counts is None else self.counts[present]
+        if present.all():  # ids 0..K-1: their own dense index
+            return _ClientTable(ids, None, False, sizes)
         lookup: NDArray[np.integer] = np.cumsum(
-            self.present, dtype=np.int32 if ids.size < 2**31 else np.int64
+            present, dtype=np.int32 if ids.size < 2**31 else np.int64
         )
         lookup -= 1
-        return _ClientTable(ids, lookup, False, None)
+        return _ClientTable(ids, lookup, False, sizes)
 
 
 class _Progress:
