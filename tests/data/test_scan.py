@@ -254,9 +254,9 @@ def test_an_encoder_that_ignores_clients_reads_no_client_column(
     read = scan_type._column_batches
     passes: list[list[str]] = []
 
-    def recording(self: Any, columns: Any) -> Any:
+    def recording(self: Any, columns: Any, *args: Any) -> Any:
         passes.append(list(columns))
-        return read(self, columns)
+        return read(self, columns, *args)
 
     monkeypatch.setattr(scan_type, "_column_batches", recording)
     src = fe.scan(d, client="client", batch_size=700)

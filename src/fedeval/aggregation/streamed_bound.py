@@ -14,6 +14,8 @@ module is free to change (issue 28).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -55,10 +57,11 @@ class StreamedBound:
     (s − k)-subset of the u − r rows still to come, so the same step applies
     to every later batch. A client's few rows in a batch are taken one at a
     time (the step with r = 1: the row stays with probability s/u, drawn as an
-    integer uniform on {0, ..., u − 1} being below s), all clients at once;
-    many rows (more than 16) are taken as one step: the count is drawn, and
-    the rows are put in a uniformly random order (one permutation, then a
-    stable grouping), whose first k stay.
+    integer uniform on {0, ..., u − 1} being below s, which is certain when
+    s = 0 or s = u), the first rows of all clients at once, then the second
+    rows, and so on; many rows (more than 16) are taken as one step: the
+    count is drawn, and the rows are put in a uniformly random order (one
+    permutation, then a stable grouping), whose first k stay.
     """
 
     def __init__(self, sizes: NDArray[np.int64], bound: int, seed: int) -> None:
@@ -76,33 +79,41 @@ class StreamedBound:
         # one gather and one scatter per batch: (unseen rows << 32) | slots left
         self.state = (sizes << _HALF) | np.minimum(sizes, bound)
 
-    def __call__(self, clients: NDArray[np.int64]) -> NDArray[np.bool_]:
-        keep = np.ones(clients.shape[0], dtype=bool)
+    def prepare(self, clients: NDArray[np.int64]) -> _Grouped:
+        """A batch's rows of clients above the bound, grouped by client (stateless).
+
+        :meth:`fedeval.data.Scan.batches` runs it in the reader thread, so
+        the grouping overlaps with the decisions on the batch before.
+        """
         rows = None if self.over is None else np.flatnonzero(self.over[clients])
         sub = clients if rows is None else clients[rows]
-        if sub.size == 0:
-            return keep
         owner, order = grouped(sub, self.n_clients)
         starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
-        who = owner[starts]
         here = np.diff(np.append(starts, owner.size))
+        return _Grouped(clients.shape[0], rows, order, starts, owner[starts], here)
+
+    def __call__(self, batch: _Grouped | NDArray[np.int64]) -> NDArray[np.bool_]:
+        """The rows to keep of the next batch (its clients, or :meth:`prepare` of them)."""
+        if not isinstance(batch, _Grouped):
+            batch = self.prepare(batch)
+        n, rows, order, starts, who, here = batch
+        keep = np.ones(n, dtype=bool)
+        if who.size == 0:
+            return keep
         state = self.state[who]
         unseen, slots = state >> _HALF, state & _LOW
         if np.any(here > unseen):
             raise ValueError("a client has more rows than counted: the data changed between passes")
-        # Slots left after this batch, first where there is no choice: no slot left (every
-        # row goes) or as many slots as unseen rows (every row stays).
-        after = np.where(slots == unseen, slots - here, slots)
-        lost = [_ranges(starts[slots == 0], here[slots == 0])]
-        choose = (slots > 0) & (slots < unseen)
-        one = np.flatnonzero(choose & (here == 1))  # most clients in most batches
-        take = self.rng.integers(0, unseen[one]) < slots[one]
-        after[one] -= take
-        lost.append(starts[one[~take]])
-        few = np.flatnonzero(choose & (here > 1) & (here <= _ROW_BY_ROW))
-        lost += self._row_by_row(few, starts, here, unseen, slots, after)
-        many = np.flatnonzero(choose & (here > _ROW_BY_ROW))
-        lost += self._in_blocks(many, starts, here, unseen, slots, after)
+        # Every client's rows here, one at a time: the row stays with probability
+        # slots/unseen (an integer uniform on 0..unseen-1 below slots; certain when no
+        # slot is left or every unseen row must stay). Clients with many rows here are
+        # decided as one block instead.
+        heavy = here > _ROW_BY_ROW
+        light = np.flatnonzero(~heavy) if heavy.any() else None
+        after = slots.copy()  # slots left after this batch
+        lost = self._row_by_row(light, starts, here, unseen, after)
+        if light is not None:
+            lost += self._in_blocks(np.flatnonzero(heavy), starts, here, unseen, after)
         gone = order[np.concatenate(lost)]
         keep[gone if rows is None else rows[gone]] = False
         self.state[who] = ((unseen - here) << _HALF) | after
@@ -110,35 +121,39 @@ class StreamedBound:
 
     def _row_by_row(
         self,
-        g: NDArray[np.intp],
+        g: NDArray[np.intp] | None,
         starts: NDArray[np.intp],
         here: NDArray[np.int64],
         unseen: NDArray[np.int64],
-        slots: NDArray[np.int64],
         after: NDArray[np.int64],
     ) -> list[NDArray[np.intp]]:
-        """Algorithm S on the clients' rows in this batch, one rank at a time (all clients at once).
+        """Algorithm S on these clients' rows (all clients when ``g`` is None), a rank at a time.
 
-        The rows at rank t of their client are decided together: each is kept
-        with probability (slots left)/(rows left). A client leaves when its
-        rows here are done or its choice is settled (no slot left: the rest
-        go; as many slots as rows left: the rest stay).
+        The first rows of all the clients are decided together, then the
+        second rows of the clients that have one, and so on. ``after`` holds
+        the slots left and is updated in place.
         """
-        lost: list[NDArray[np.intp]] = []
-        pos, left, u, s = starts[g], here[g], unseen[g], slots[g]
-        while g.size:
-            take = self.rng.integers(0, u) < s
+        pos, left, u = (starts, here, unseen) if g is None else (starts[g], here[g], unseen[g])
+        s = after if g is None else after[g]
+        take = self.rng.integers(0, u) < s
+        lost = [pos[~take]]
+        s = s - take
+        more = np.flatnonzero(left > 1)  # clients with a second row here
+        pos, left, u, sm = pos[more] + 1, left[more] - 1, u[more] - 1, s[more]
+        while more.size:
+            take = self.rng.integers(0, u) < sm
             lost.append(pos[~take])
-            s = s - take
-            u, left, pos = u - 1, left - 1, pos + 1
-            # provisional for clients still deciding, final for the others
-            after[g] = np.where(s == u, s - left, s)
-            done = (left == 0) | (s == 0) | (s == u)
-            drop_rest = done & (s == 0) & (left > 0)
-            if drop_rest.any():
-                lost.append(_ranges(pos[drop_rest], left[drop_rest]))
-            stay = ~done
-            g, pos, left, u, s = g[stay], pos[stay], left[stay], u[stay], s[stay]
+            sm = sm - take
+            done = left == 1
+            if done.any():
+                s[more[done]] = sm[done]
+                stay = ~done
+                more, pos, left, u, sm = more[stay], pos[stay], left[stay], u[stay], sm[stay]
+            pos, left, u = pos + 1, left - 1, u - 1
+        if g is None:
+            after[:] = s
+        else:
+            after[g] = s
         return lost
 
     def _in_blocks(
@@ -147,13 +162,12 @@ class StreamedBound:
         starts: NDArray[np.intp],
         here: NDArray[np.int64],
         unseen: NDArray[np.int64],
-        slots: NDArray[np.int64],
         after: NDArray[np.int64],
     ) -> list[NDArray[np.intp]]:
         """Clients with many rows in this batch: how many stay, then which (a random order)."""
         if g.size == 0:
             return []
-        s, u, r = slots[g], unseen[g], here[g]
+        s, u, r = after[g], unseen[g], here[g]
         k = self.rng.hypergeometric(s, u - s, r)
         after[g] = s - k
         begin = np.cumsum(r) - r
@@ -163,6 +177,17 @@ class StreamedBound:
         member = member[shuffle][regroup]
         rank = np.arange(member.size) - np.repeat(begin, r)
         return [member[rank >= np.repeat(k, r)]]
+
+
+class _Grouped(NamedTuple):
+    """A batch's rows of clients above the bound, grouped (:meth:`StreamedBound.prepare`)."""
+
+    n_rows: int
+    rows: NDArray[np.intp] | None  # None: every row of the batch
+    order: NDArray[np.intp]  # rows[order] are grouped by client, in stream order
+    starts: NDArray[np.intp]  # where every client's group begins
+    who: NDArray[np.int64]  # the client of every group
+    here: NDArray[np.int64]  # its rows in the batch
 
 
 def _ranges(starts: NDArray[np.intp], lengths: NDArray[np.int64]) -> NDArray[np.intp]:

@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -62,12 +62,21 @@ from numpy.typing import NDArray
 
 from fedeval.data.federation import Federation
 
-__all__ = ["Batch", "Scan", "scan"]
+__all__ = ["Batch", "RowFilter", "Scan", "scan"]
 
 Engine = Literal["arrow", "dask"]
 Encoder = Callable[[NDArray[np.float64], NDArray[np.int8], NDArray[np.int64]], NDArray[Any]]
-#: Rows of one batch to keep, from their dense client indices (one call per batch, in order).
-RowFilter = Callable[[NDArray[np.int64]], NDArray[np.bool_]]
+
+
+class RowFilter(Protocol):
+    """Which rows of every batch to keep (a fresh filter per pass, see :meth:`Scan.filtered`)."""
+
+    def prepare(self, clients: NDArray[np.int64], /) -> Any:
+        """Stateless work on a batch's dense client indices (run in the reader thread)."""
+
+    def __call__(self, prepared: Any, /) -> NDArray[np.bool_]:
+        """The rows of the batch to keep; called once per batch, in order."""
+
 
 _DEFAULT_BATCH = 1 << 20
 #: Non-negative integer ids below this are counted in a table indexed by the id (8 bytes
@@ -230,21 +239,34 @@ class Scan:
         return [(f, str(getattr(f, "path", "") or f"fragment {i}")) for i, f in enumerate(frags)]
 
     def _column_batches(
-        self, columns: Sequence[str]
-    ) -> Iterator[tuple[list[NDArray[Any]], str, int]]:
-        """Arrow engine: numpy columns of every batch, with the file and first row."""
+        self,
+        columns: Sequence[str],
+        transform: Callable[[list[NDArray[Any]], str, int], Any] | None = None,
+    ) -> Iterator[tuple[Any, str, int]]:
+        """Arrow engine: numpy columns of every batch, with the file and first row.
+
+        With ``transform``, ``transform(columns, file, first_row)`` of every
+        batch instead, computed in the reader thread, in order: a batch's
+        stateless work (validation, the client index) then overlaps with the
+        caller's work on the batch before it.
+        """
         total = None
         if self.progress:
             try:
                 total = self.n_examples
             except (pa.ArrowException, OSError):
                 total = None
+        items: Iterator[tuple[Any, str, int, int, int]] = self._read(columns)
+        if transform is not None:
+            items = ((transform(c, w, f), w, f, b, n) for c, w, f, b, n in items)
         with _Progress(self.progress, total) as bar:
-            for cols, where, first, nbytes in _prefetched(self._read(columns), PREFETCH_DEPTH):
-                yield cols, where, first
-                bar.update(cols[0].shape[0], nbytes)
+            for payload, where, first, nbytes, rows in _prefetched(items, PREFETCH_DEPTH):
+                yield payload, where, first
+                bar.update(rows, nbytes)
 
-    def _read(self, columns: Sequence[str]) -> Iterator[tuple[list[NDArray[Any]], str, int, int]]:
+    def _read(
+        self, columns: Sequence[str]
+    ) -> Iterator[tuple[list[NDArray[Any]], str, int, int, int]]:
         for frag, where in self._fragments():
             first = 0
             batches = frag.to_batches(
@@ -262,7 +284,7 @@ class Scan:
                 if rb.num_rows == 0:
                     continue
                 cols = [_to_numpy(rb.column(i)) for i in range(rb.num_columns)]
-                yield cols, where, first, rb.nbytes
+                yield cols, where, first, rb.nbytes, rb.num_rows
                 first += rb.num_rows
 
     def batches(self, *, clients: bool = True) -> Iterator[Batch]:
@@ -281,21 +303,27 @@ class Scan:
         client = self.client if clients or keep_rows is not None else None
         table = None if client is None else self._clients()
         cols = [self.score, self.label] + ([client] if client is not None else [])
-        offset = 0
-        for values, where, first in self._column_batches(cols):
+        offset = [0]
+
+        def validated(values: list[NDArray[Any]], where: str, first: int) -> tuple[Any, ...]:
+            # in the reader thread, batch after batch
             s = _check_scores(values[0], self.score_range, where, first)
             y = _check_labels(values[1], where, first)
             n = s.shape[0]
             if table is not None and client is not None:
                 c = table.index(_client_values(values[2], where, first, client))
             elif clients:
-                c = np.arange(offset, offset + n, dtype=np.int64)
+                c = np.arange(offset[0], offset[0] + n, dtype=np.int64)
             else:
                 c = _unread(n)
-            offset += n
+            offset[0] += n
+            return s, y, c, None if keep_rows is None else keep_rows.prepare(c)
+
+        for (s, y, c, prepared), where, first in self._column_batches(cols, validated):
             if keep_rows is not None:
-                keep = keep_rows(c)
-                s, y, c = s[keep], y[keep], c[keep]
+                keep = keep_rows(prepared)
+                s, y = s[keep], y[keep]
+                c = c[keep] if clients else _unread(s.shape[0])
             yield Batch(s, y, c, where, first)
 
     # -------------------------------------------------------------- encode
@@ -365,9 +393,10 @@ class Scan:
         Parameters
         ----------
         make_filter : callable
-            Returns a fresh filter at the start of every pass; the filter is
-            called once per batch, in order, with the batch's dense client
-            indices, and returns the rows to keep. A stateful filter (a
+            Returns a fresh :class:`RowFilter` at the start of every pass; its
+            ``prepare`` runs on every batch's dense client indices in the reader
+            thread, and the filter itself is called once per batch, in order,
+            with what ``prepare`` returned, and returns the rows to keep. A stateful filter (a
             contribution bound that spans batches) is thus restarted on every
             pass, and a filter seeded at construction keeps the same rows in
             every pass.
