@@ -108,12 +108,11 @@ class StreamedBound:
         # slots/unseen (an integer uniform on 0..unseen-1 below slots; certain when no
         # slot is left or every unseen row must stay). Clients with many rows here are
         # decided as one block instead.
-        heavy = here > _ROW_BY_ROW
-        light = np.flatnonzero(~heavy) if heavy.any() else None
         after = slots.copy()  # slots left after this batch
-        lost = self._row_by_row(light, starts, here, unseen, after)
-        if light is not None:
-            lost += self._in_blocks(np.flatnonzero(heavy), starts, here, unseen, after)
+        heavy = np.flatnonzero(here > _ROW_BY_ROW)
+        lost = self._in_blocks(heavy, starts, here, unseen, after)
+        light = None if heavy.size == 0 else np.flatnonzero(here <= _ROW_BY_ROW)
+        lost += self._row_by_row(light, starts, here, unseen, after)
         gone = order[np.concatenate(lost)]
         keep[gone if rows is None else rows[gone]] = False
         self.state[who] = ((unseen - here) << _HALF) | after
@@ -130,26 +129,31 @@ class StreamedBound:
         """Algorithm S on these clients' rows (all clients when ``g`` is None), a rank at a time.
 
         The first rows of all the clients are decided together, then the
-        second rows of the clients that have one, and so on. ``after`` holds
-        the slots left and is updated in place.
+        second rows of the clients that have one, and so on: with those
+        clients in decreasing order of their rows here, the clients with a
+        t-th row are a prefix. ``after`` holds the slots left and is updated
+        in place.
         """
-        pos, left, u = (starts, here, unseen) if g is None else (starts[g], here[g], unseen[g])
+        pos, rows_here, u = (starts, here, unseen) if g is None else (starts[g], here[g], unseen[g])
         s = after if g is None else after[g]
         take = self.rng.integers(0, u) < s
         lost = [pos[~take]]
         s = s - take
-        more = np.flatnonzero(left > 1)  # clients with a second row here
-        pos, left, u, sm = pos[more] + 1, left[more] - 1, u[more] - 1, s[more]
-        while more.size:
-            take = self.rng.integers(0, u) < sm
-            lost.append(pos[~take])
-            sm = sm - take
-            done = left == 1
-            if done.any():
-                s[more[done]] = sm[done]
-                stay = ~done
-                more, pos, left, u, sm = more[stay], pos[stay], left[stay], u[stay], sm[stay]
-            pos, left, u = pos + 1, left - 1, u - 1
+        more = np.flatnonzero(rows_here > 1)
+        if more.size:
+            # a counting sort: at most _ROW_BY_ROW rows here fit in a byte
+            more = more[np.argsort((_ROW_BY_ROW - rows_here[more]).astype(np.uint8), kind="stable")]
+            left = rows_here[more]
+            pos_m, u_m, s_m = pos[more], u[more] - 1, s[more]
+            # clients with more than t rows here, for t = 1, 2, ...
+            with_row = more.size - np.cumsum(np.bincount(left))
+            for t in range(1, with_row.size - 1):
+                k = with_row[t]
+                take = self.rng.integers(0, u_m[:k]) < s_m[:k]
+                lost.append(pos_m[:k][~take] + t)
+                s_m[:k] -= take
+                u_m[:k] -= 1
+            s[more] = s_m
         if g is None:
             after[:] = s
         else:
