@@ -1,10 +1,13 @@
 """The two ways to compute a federated sum: fast (exact in distribution) and faithful.
 
 * ``path="faithful"`` runs what a deployment runs. Every client encodes its own
-  examples (:func:`client_vector`), adds its own noise share or randomises each
-  report (:func:`client_reports`) with its own random stream, and the server
-  adds the vectors. Cost O(clients × vector length). The Flower apps call
-  exactly these two client functions.
+  examples, adds its own noise share (:func:`client_vector`) or randomises each
+  report (:func:`client_reports`), and the server adds the vectors. The Flower
+  apps call exactly these two client functions, one client each; in process
+  the same work is done for blocks of clients at once (their encodings summed,
+  every client's share or report still its own independent draw, all drawn
+  from the release's generator), so the cost is the draws themselves,
+  O(clients × vector length), not a Python loop over the clients.
 * ``path="fast"`` is *exact in distribution*. A linear encoding of all
   examples is the sum of the clients' encodings (one ``np.bincount``), and the
   sum of the noise is drawn directly (n Pólya shares sum to one discrete
@@ -33,7 +36,6 @@ from fedeval.privacy.noise import restrict
 from fedeval.privacy.sampling import (
     SPLIT_COUNTS_LIMIT,
     assign_groups,
-    client_streams,
     contribution_mask,
     group_sizes,
     seeded_contribution_mask,
@@ -44,9 +46,11 @@ from fedeval.privacy.sampling import (
 from fedeval.sketches.base import Sketch
 
 __all__ = [
+    "FAITHFUL_BLOCK_CELLS",
     "Path",
     "bound_client",
     "bound_contributions",
+    "client_blocks",
     "client_reports",
     "client_vector",
     "flip_federation_labels",
@@ -224,16 +228,77 @@ def sum_vectors(
         return total
     assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
     total = _zeros(sketch)
-    for i, child in enumerate(client_streams(rng, fed.n_clients)):
-        view = fed.client(i)
-        part = None if groups is None else int(groups[i])
-        vec = client_vector(view.scores, view.labels, i, sketch, mechanism, child, part=part)
-        total = total + vec
+    for block in client_blocks(fed.n_clients, sketch.noise_size):
+        total = total + _block_vector(fed, block, sketch, mechanism, rng, groups)
     if mechanism.placement == "aggregator" and noise is not None:
         server = noise.server(sketch.noise_size, rng)
         assert server is not None
         total = total + sketch.noise_to_values(server)
     return total
+
+
+#: The faithful path works on blocks of clients: at most this many noise draws
+#: (clients × noise variables) at once, ~16 MB of int64 shares.
+FAITHFUL_BLOCK_CELLS = 1 << 21
+
+
+def client_blocks(n_clients: int, cells_per_client: int) -> list[range]:
+    """Consecutive blocks of clients, each holding at most :data:`FAITHFUL_BLOCK_CELLS` cells."""
+    per_block = max(1, FAITHFUL_BLOCK_CELLS // max(int(cells_per_client), 1))
+    return [range(lo, min(lo + per_block, n_clients)) for lo in range(0, n_clients, per_block)]
+
+
+def _block_vector(
+    fed: Federation,
+    block: range,
+    sketch: Sketch,
+    mechanism: Mechanism,
+    rng: np.random.Generator,
+    groups: NDArray[np.int64] | None,
+) -> NDArray[Any]:
+    """Σ over a block of clients of what each sends: its encoding plus its own noise.
+
+    What :func:`client_vector` computes for one client, for many at once. The
+    encodings are summed as the server sums them (a linear sketch encodes the
+    block's examples at once; others encode client by client in
+    ``encode_clients``). Every client's share is its own draw: the block draws
+    ``len(block)`` independent shares in one call and sums them. The noise
+    variables map onto the coordinates linearly (``noise_to_values``, which
+    the fast path relies on too), so the sum of the mapped shares is the map
+    of their sum.
+    """
+    clients = np.arange(block.start, block.stop)
+    if groups is None:
+        vec = sketch.encode_clients(fed, clients)
+    elif sketch.linear:
+        rows = fed.rows_of(clients)
+        index = fed.client_index[rows]
+        vec = sketch.encode_assigned(fed.scores[rows], fed.labels[rows], index, groups[index])
+    else:  # every client encodes only its assigned part, on its own
+        vec = _zeros(sketch)
+        for i in clients:
+            view = fed.client(int(i))
+            idx = np.full(view.n_examples, int(i), dtype=np.int64)
+            vec += sketch.encode_assigned(
+                view.scores, view.labels, idx, np.full_like(idx, groups[i])
+            )
+    vec = np.array(vec, dtype=np.int64 if sketch.integer else np.float64, copy=True)
+    if vec.shape != (sketch.length,):
+        raise ValueError(f"encoder returned shape {vec.shape}, expected ({sketch.length},)")
+    noise = mechanism.noise
+    if mechanism.placement == "shares" and noise is not None:
+        size = sketch.noise_size
+        shares = noise.share(clients.size * size, rng)
+        assert shares is not None
+        summed = shares.reshape(clients.size, size).sum(axis=0)
+        vec += sketch.noise_to_values(summed).astype(vec.dtype, copy=False)
+    elif mechanism.placement == "owner" and noise is not None:
+        coords = np.concatenate([sketch.owned_coordinates(int(i)) for i in clients])
+        own = restrict(noise, coords).server(coords.size, rng)
+        assert own is not None
+        vec = vec.astype(np.float64) if not noise.integer else vec
+        np.add.at(vec, coords, own)
+    return vec
 
 
 def _per_example(fed: Federation, per_client: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -382,11 +447,19 @@ def sum_reports(
             raw.append(mechanism.oracle(sizes[g]).sample_aggregate(true, int(n_reports[g]), rng))
         return raw, n_reports
     assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
+    # Every example's report is its own draw (client_reports, for many clients at
+    # once): the examples of the clients assigned to part g are perturbed in chunks.
     raw = [np.zeros(s, dtype=np.int64) for s in sizes]
-    for i, child in enumerate(client_streams(rng, fed.n_clients)):
-        view = fed.client(i)
-        g = int(groups[i])
-        raw[g] += client_reports(view.scores, view.labels, sketch, mechanism, g, child)
+    for g in range(n_parts):
+        rows = fed.rows_of(np.flatnonzero(groups == g))
+        step = max(1, FAITHFUL_BLOCK_CELLS // max(sizes[g], 1))
+        for lo in range(0, rows.size, step):
+            chunk = rows[lo : lo + step]
+            items = sketch.items(
+                fed.scores[chunk], fed.labels[chunk], np.full(chunk.size, g, dtype=np.int64)
+            )
+            reports = mechanism.oracle(sizes[g]).perturb(items.astype(np.int64), rng)
+            raw[g] += reports.sum(axis=0, dtype=np.int64)
     return raw, n_reports
 
 
