@@ -933,10 +933,14 @@ def _dask_encode(
         dask.delayed(_encode_partition)(part, k, start, layout, shared)
         for k, (part, start) in enumerate(zip(parts, starts, strict=True))
     ]
-    total = np.zeros(length, dtype=dtype)
-    for vec in dask.compute(*tasks):
-        total += vec
-    return total
+    if not tasks:
+        return np.zeros(length, dtype=dtype)
+    # Summed in a tree on the workers: one vector reaches the driver, not one per partition.
+    while len(tasks) > 1:
+        pairs = [dask.delayed(np.add)(a, b) for a, b in zip(tasks[::2], tasks[1::2], strict=False)]
+        tasks = pairs + ([tasks[-1]] if len(tasks) % 2 else [])
+    (total,) = dask.compute(tasks[0])
+    return np.asarray(total, dtype=dtype)
 
 
 @dataclass(frozen=True)
