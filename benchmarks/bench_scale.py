@@ -29,7 +29,17 @@ Cases and targets (printed with PASS/FAIL, not asserted):
   ``DistributedDP(1, unit="client", contribution_bound=B)`` (``--bound``, default 5,
   binding for most clients): time ≤ 3×, both against a pyarrow batch scan of the three
   columns that bins and counts every batch (the scan of score and label alone is
-  printed too). The steps run interleaved, ≥ 3 rounds, best time of each.
+  printed too). The steps run interleaved, ≥ 3 rounds, best time of each;
+* (g) the faithful path (every client's encoder and its own Pólya share, in blocks of
+  clients) of ``evaluate`` under ``DistributedDP(1)``, one example per client: 1M
+  clients at heights 4 and 7, and 10K clients at the planner's height (9): ≥ 1M
+  clients per minute, printed as a ratio to drawing every client's share alone (the
+  floor the sampler sets: the draws grow with clients × vector length) and to the
+  fast path;
+* (h) ``fe.scan`` of a Dask DataFrame of 30M rows (30 partitions) on a local cluster:
+  1 worker × 1 thread ≤ 1.3× the in-process scan, 2 workers × 1 thread ≤ 0.7× the
+  1-worker time (on 2 otherwise idle cores); 1 worker × 2 threads and a one-pass
+  Dask floor (a bincount per partition) are printed too. Needs ``fedeval[dask]``.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_scale.py`` (all cases) or
 ``--cases a,e --scale 0.1`` (sizes × 0.1, for a quick look). ``--dir`` is where
@@ -51,6 +61,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +71,10 @@ TARGETS = {"a": 5.0, "b": 2.0, "c": 2.0, "d": 5.0, "e": 3.0, "f": 2.0}
 RSS_TARGET_C_MB = 1536.0
 RSS_TARGET_F_MB = 600.0
 TARGET_F_BOUND = 3.0
+TARGETS["g"] = float("inf")  # the faithful path is held to clients per minute
+CLIENTS_PER_MINUTE_G = 1e6
+TARGET_H_ONE = 1.3
+TARGET_H_TWO = 0.7
 SEED = 0
 
 
@@ -395,6 +410,106 @@ def case_f(n: int, repeats: int, workdir: Path, bound: int) -> dict[str, Any]:
     return out
 
 
+def case_g(n_clients: int, height: int | None, repeats: int) -> dict[str, Any]:
+    """The faithful path (every client's encoder and Pólya share), one example per client.
+
+    Floors in the same process: the fast path, and drawing every client's share
+    alone (in blocks of 2^21 cells, as the faithful path does), the work the
+    faithful path cannot avoid with the sampler it is given.
+    """
+    import fedeval as fe
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+
+    scores, labels = make_arrays(n_clients)
+    fed = fe.Federation.from_arrays(scores, labels)
+    h = height or int(fe.evaluate(fed, fe.DistributedDP(1.0), rng=0).parameters["height"])
+    sketch = HierarchySketch(HierarchySpec(h))
+    noise = mechanism_for(fe.DistributedDP(1.0), sketch, n_clients=n_clients).noise
+    assert noise is not None
+    size = sketch.noise_size
+    per_block = max(1, (1 << 21) // size)
+
+    def shares_only() -> None:
+        gen = np.random.default_rng(0)
+        for lo in range(0, n_clients, per_block):
+            noise.share(min(per_block, n_clients - lo) * size, gen)
+
+    def run(path: str) -> Callable[[], None]:
+        return lambda: all_metrics(
+            fe.evaluate(fed, fe.DistributedDP(1.0), path=path, rng=0, height=h)
+        )
+
+    steps = {"case": run("faithful"), "shares_only": shares_only, "fast_path": run("fast")}
+    best = {k: (float("inf"), 0.0) for k in steps}
+    for _ in range(repeats):
+        for k, fn in steps.items():
+            t, rss = measure(fn, 1)
+            best[k] = (min(best[k][0], t), max(best[k][1], rss))
+    out: dict[str, Any] = {"height": h, "noise_size": size, "n_clients": n_clients}
+    for k, (t, rss) in best.items():
+        out[f"{k}_s"], out[f"{k}_rss_mb"] = t, rss
+    out["clients_per_minute"] = n_clients / best["case"][0] * 60.0
+    return out
+
+
+def case_h(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
+    """``fe.scan`` of a Dask DataFrame (one partition per 1M-row row group) on a local
+    cluster of 1 worker × 1 thread, 1 × 2 and 2 × 1, against the in-process scan of the
+    same files and a one-pass Dask floor (a bincount per partition, summed)."""
+    import dask
+    import dask.dataframe as dd
+    import distributed
+
+    import fedeval as fe
+
+    path = workdir / "h"
+    write_parquet(path, n, files=max(1, n // 10_000_000))
+    heights: list[int] = []
+
+    def evaluate(source: Any) -> None:
+        ev = fe.evaluate(fe.scan(source, progress=False), fe.DistributedDP(1.0), rng=0)
+        all_metrics(ev)
+        heights.append(int(ev.parameters["height"]))
+
+    out: dict[str, Any] = {}
+    try:
+        evaluate(path)  # warm, and the height
+        out["case_s"], out["case_rss_mb"] = measure(lambda: evaluate(path), max(repeats, 3))
+        h = heights[-1]
+
+        def dask_floor(ddf: Any) -> None:
+            def count(df: Any) -> Any:
+                s = df["score"].to_numpy()
+                y = df["label"].to_numpy()
+                return np.bincount(leaf_keys(s, y, h), minlength=2 << h)
+
+            parts = [dask.delayed(count)(p) for p in ddf[["score", "label"]].to_delayed()]
+            dask.compute(dask.delayed(sum)(parts))
+
+        for workers, threads in ((1, 1), (1, 2), (2, 1)):
+            cluster = distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=threads,
+                processes=True,
+                dashboard_address=None,
+            )
+            try:
+                with distributed.Client(cluster):
+                    ddf = dd.read_parquet(str(path), split_row_groups=True)
+                    evaluate(ddf)  # warm the workers
+                    key = f"dask_{workers}x{threads}"
+                    out[f"{key}_s"], _ = measure(partial(evaluate, ddf), max(repeats, 3))
+                    out[f"{key}_floor_s"], _ = measure(partial(dask_floor, ddf), max(repeats, 3))
+                    out["partitions"] = int(ddf.npartitions)
+            finally:
+                cluster.close()
+    finally:
+        shutil.rmtree(path)
+    out["height"] = heights[-1]
+    return out
+
+
 def run_case(
     name: str, scale: float, repeats: int, workdir: Path, bound: int = 5
 ) -> list[dict[str, Any]]:
@@ -418,7 +533,39 @@ def run_case(
     if name == "f":
         n = int(30 * m * scale)
         return [{"case": f"f n={n}", **case_f(n, repeats, workdir, bound)}]
+    if name == "g":
+        rows = []
+        for clients, height in (
+            (int(m * scale), 4),
+            (int(m * scale), 7),
+            (int(10_000 * scale), None),
+        ):
+            rows.append({"case": f"g n_clients={clients}", **case_g(clients, height, repeats)})
+        return rows
+    if name == "h":
+        n = int(30 * m * scale)
+        return [{"case": f"h n={n}", **case_h(n, repeats, workdir)}]
     raise ValueError(f"unknown case {name!r}")
+
+
+def report_dask(row: dict[str, Any]) -> str:
+    one, two = row["dask_1x1_s"], row["dask_2x1_s"]
+    r1 = one / row["case_s"]
+    r2 = two / one
+    lines = [
+        f"({row['case']}) in-process scan {row['case_s']:.3f} s, peak RSS "
+        f"{row['case_rss_mb']:.0f} MB; {row['partitions']} partitions, h={row['height']}",
+        f"      1 worker × 1 thread: {one:.3f} s → {r1:.2f}× the in-process scan "
+        f"(target ≤ {TARGET_H_ONE:g}×) {'PASS' if r1 <= TARGET_H_ONE else 'FAIL'}; "
+        f"{one / row['dask_1x1_floor_s']:.2f}× its one-pass Dask floor",
+        f"      1 worker × 2 threads: {row['dask_1x2_s']:.3f} s → "
+        f"{row['dask_1x2_s'] / row['case_s']:.2f}× the in-process scan; "
+        f"{row['dask_1x2_s'] / row['dask_1x2_floor_s']:.2f}× its floor",
+        f"      2 workers × 1 thread: {two:.3f} s → {r2:.2f}× the 1-worker time "
+        f"(target ≤ {TARGET_H_TWO:g}× on 2 idle cores) {'PASS' if r2 <= TARGET_H_TWO else 'FAIL'}; "
+        f"{two / row['dask_2x1_floor_s']:.2f}× its floor",
+    ]
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------- driver
@@ -435,14 +582,28 @@ def report(row: dict[str, Any]) -> str:
         base, what = row["read_table_s"], "read_table(2 cols)"
     elif name == "f":
         base, what = row["pyarrow_scan_s"], "pyarrow scan(score, label, client)+bincount"
+    elif name == "g":
+        base, what = row["shares_only_s"], "every client's share drawn alone"
+    elif name == "h":
+        base, what = row["case_s"], "in-process scan"
     else:
         base, what = row["pyarrow_scan_s"], "pyarrow scan+bincount"
+    if name == "h":
+        return report_dask(row)
     ratio = row["case_s"] / base
     ok = "PASS" if ratio <= TARGETS[name] else "FAIL"
     lines = [
         f"({row['case']}) {row['case_s']:.3f} s, peak RSS {row['case_rss_mb']:.0f} MB | "
         f"{what} {base:.3f} s → {ratio:.2f}× (target ≤ {TARGETS[name]:g}×) {ok}"
     ]
+    if name == "g":
+        per_min = row["clients_per_minute"]
+        ok_g = "PASS" if per_min >= CLIENTS_PER_MINUTE_G else "FAIL"
+        lines[0] += (
+            f"\n      h={row['height']} ({row['noise_size']} noise variables per client): "
+            f"{per_min:,.0f} clients per minute (target ≥ {CLIENTS_PER_MINUTE_G:,.0f}) {ok_g}; "
+            f"{row['case_s'] / row['fast_path_s']:.1f}× the fast path"
+        )
     extra = {k: v for k, v in row.items() if k not in {"case", "case_s", "case_rss_mb"}}
     lines.append(
         "      "
@@ -470,7 +631,7 @@ def report(row: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", default="a,b,c,d,e")
+    parser.add_argument("--cases", default="a,b,c,d,e,f,g,h")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every n by this")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--dir", default=None, help="where Parquet files are written")
