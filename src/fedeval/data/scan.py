@@ -20,9 +20,9 @@ Two engines run the same encoder:
   bounded as a whole.
 
 What cannot stream (the faithful path, which runs every client's own encoder;
-randomized response on labels; a binding contribution bound on the local
-engine) reads the data into a :class:`~fedeval.data.federation.Federation`
-(:meth:`Scan.to_federation`), with the same per-batch validation.
+randomized response on labels) reads the data into a
+:class:`~fedeval.data.federation.Federation` (:meth:`Scan.to_federation`), with
+the same per-batch validation.
 
 Client indices
 --------------
