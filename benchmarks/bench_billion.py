@@ -138,8 +138,9 @@ def child(step: str, directory: Path, height: int) -> None:
 
 def in_child(step: str, directory: Path, height: int = 0) -> dict[str, Any]:
     env = dict(os.environ)
+    # the caller's PYTHONPATH first (to measure another checkout), then this one's src
     src = str(Path(__file__).resolve().parents[1] / "src")
-    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), src) if p)
     cmd = [sys.executable, __file__, "--child", step, "--dir", str(directory)]
     cmd += ["--height", str(height)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
