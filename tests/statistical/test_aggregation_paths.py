@@ -520,3 +520,34 @@ def test_faithful_local_reports_and_the_per_client_loop_agree(
             assert np.all(np.abs(got - mean) <= 5 * np.sqrt(var / R))
     for j in range(blocks.shape[1]):
         assert two_sample_chi2_pvalue(blocks[:, j], loop[:, j]) > P_MIN / blocks.shape[1]
+
+
+def test_client_vector_draws_what_it_drew_before() -> None:
+    """One client's vector (what a Flower client sends) is unchanged for a seed: its
+    encoding plus ``noise.share(size, rng)`` (Pólya), or its label-party noise on its
+    own coordinates (``server`` of the restricted noise), drawn from the same stream."""
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.privacy.models import LabelDP
+    from fedeval.privacy.noise import restrict
+
+    fed = _federation(identical_clients=False)
+    sketch = HierarchySketch(HierarchySpec(HEIGHT))
+    mech = mechanism_for(DistributedDP(1.0), sketch, n_clients=fed.n_clients)
+    view = fed.client(3)
+    idx = np.full(view.n_examples, 3)
+    got = client_vector(view.scores, view.labels, 3, sketch, mech, np.random.default_rng(5))
+    assert mech.noise is not None
+    share = mech.noise.share(sketch.noise_size, np.random.default_rng(5))
+    assert share is not None
+    np.testing.assert_array_equal(got, sketch.encode(view.scores, view.labels, idx) + share)
+    fed, ranks = _rank_sums()
+    mech = mechanism_for(LabelDP(1.0), ranks, n_clients=fed.n_clients)
+    view = fed.client(2)
+    idx = np.full(view.n_examples, 2)
+    got = client_vector(view.scores, view.labels, 2, ranks, mech, np.random.default_rng(6))
+    expected = np.array(ranks.encode(view.scores, view.labels, idx), dtype=np.float64)
+    coords = ranks.owned_coordinates(2)
+    assert mech.noise is not None
+    own = restrict(mech.noise, coords).server(coords.size, np.random.default_rng(6))
+    expected[coords] += own
+    np.testing.assert_array_equal(got, expected)

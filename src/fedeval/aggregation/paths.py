@@ -20,6 +20,7 @@ same distribution.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
@@ -147,25 +148,60 @@ def client_vector(
     part : int, optional
         Layout "assign": the one part this client encodes.
     """
+    vec = _checked(_encode_one(scores, labels, client_index, sketch, part), sketch)
+    return _add_own_noise(vec, [client_index], sketch, mechanism, rng)
+
+
+def _encode_one(
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    client_index: int,
+    sketch: Sketch,
+    part: int | None,
+) -> NDArray[Any]:
     idx = np.full(labels.shape[0], client_index, dtype=np.int64)
     if part is None:
-        vec = sketch.encode(scores, labels, idx)
-    else:
-        vec = sketch.encode_assigned(scores, labels, idx, np.full(labels.shape[0], part))
-    vec = np.array(vec, dtype=np.int64 if sketch.integer else np.float64, copy=True)
-    if vec.shape != (sketch.length,):
-        raise ValueError(f"encoder returned shape {vec.shape}, expected ({sketch.length},)")
+        return sketch.encode(scores, labels, idx)
+    return sketch.encode_assigned(scores, labels, idx, np.full(labels.shape[0], part))
+
+
+def _checked(vec: Any, sketch: Sketch) -> NDArray[Any]:
+    """A fresh vector of the sketch's dtype; an encoder of the wrong length is an error."""
+    out = np.array(vec, dtype=np.int64 if sketch.integer else np.float64, copy=True)
+    if out.shape != (sketch.length,):
+        raise ValueError(f"encoder returned shape {out.shape}, expected ({sketch.length},)")
+    return out
+
+
+def _add_own_noise(
+    vec: NDArray[Any],
+    clients: Sequence[int],
+    sketch: Sketch,
+    mechanism: Mechanism,
+    rng: np.random.Generator,
+) -> NDArray[Any]:
+    """``vec`` (the sum of these clients' encodings) plus every client's own noise.
+
+    Each client's share (or its own noise on its own coordinates) is an
+    independent draw; all of them come from one call. The noise variables map
+    onto the coordinates linearly (``noise_to_values``, which the fast path
+    relies on too), so the map of the shares' sum is the sum of their maps.
+    """
     noise = mechanism.noise
-    if mechanism.placement == "shares" and noise is not None:
-        share = noise.share(sketch.noise_size, rng)
-        assert share is not None
-        vec += sketch.noise_to_values(share).astype(vec.dtype, copy=False)
-    elif mechanism.placement == "owner" and noise is not None:
-        coords = sketch.owned_coordinates(client_index)
+    if noise is None:
+        return vec
+    if mechanism.placement == "shares":
+        size = sketch.noise_size
+        shares = noise.share(len(clients) * size, rng)
+        assert shares is not None
+        summed = shares if len(clients) == 1 else shares.reshape(len(clients), size).sum(axis=0)
+        vec += sketch.noise_to_values(summed).astype(vec.dtype, copy=False)
+    elif mechanism.placement == "owner":
+        coords = np.concatenate([sketch.owned_coordinates(int(i)) for i in clients])
         own = restrict(noise, coords).server(coords.size, rng)
         assert own is not None
         vec = vec.astype(np.float64) if not noise.integer else vec
-        vec[coords] += own
+        np.add.at(vec, coords, own)
     return vec
 
 
@@ -258,14 +294,10 @@ def _block_vector(
 ) -> NDArray[Any]:
     """Σ over a block of clients of what each sends: its encoding plus its own noise.
 
-    What :func:`client_vector` computes for one client, for many at once. The
-    encodings are summed as the server sums them (a linear sketch encodes the
+    What :func:`client_vector` computes for one client, for many at once: the
+    encodings summed as the server sums them (a linear sketch encodes the
     block's examples at once; others encode client by client in
-    ``encode_clients``). Every client's share is its own draw: the block draws
-    ``len(block)`` independent shares in one call and sums them. The noise
-    variables map onto the coordinates linearly (``noise_to_values``, which
-    the fast path relies on too), so the sum of the mapped shares is the map
-    of their sum.
+    ``encode_clients``), and every client's own noise (:func:`_add_own_noise`).
     """
     clients = np.arange(block.start, block.stop)
     if groups is None:
@@ -278,27 +310,8 @@ def _block_vector(
         vec = _zeros(sketch)
         for i in clients:
             view = fed.client(int(i))
-            idx = np.full(view.n_examples, int(i), dtype=np.int64)
-            vec += sketch.encode_assigned(
-                view.scores, view.labels, idx, np.full_like(idx, groups[i])
-            )
-    vec = np.array(vec, dtype=np.int64 if sketch.integer else np.float64, copy=True)
-    if vec.shape != (sketch.length,):
-        raise ValueError(f"encoder returned shape {vec.shape}, expected ({sketch.length},)")
-    noise = mechanism.noise
-    if mechanism.placement == "shares" and noise is not None:
-        size = sketch.noise_size
-        shares = noise.share(clients.size * size, rng)
-        assert shares is not None
-        summed = shares.reshape(clients.size, size).sum(axis=0)
-        vec += sketch.noise_to_values(summed).astype(vec.dtype, copy=False)
-    elif mechanism.placement == "owner" and noise is not None:
-        coords = np.concatenate([sketch.owned_coordinates(int(i)) for i in clients])
-        own = restrict(noise, coords).server(coords.size, rng)
-        assert own is not None
-        vec = vec.astype(np.float64) if not noise.integer else vec
-        np.add.at(vec, coords, own)
-    return vec
+            vec += _encode_one(view.scores, view.labels, int(i), sketch, int(groups[i]))
+    return _add_own_noise(_checked(vec, sketch), block, sketch, mechanism, rng)
 
 
 def _per_example(fed: Federation, per_client: NDArray[np.int64]) -> NDArray[np.int64]:
