@@ -252,8 +252,10 @@ class Scan:
         """
         total = None
         if self.progress:
-            try:
-                total = self.n_examples
+            try:  # the rows read, which a filtered scan does not all keep
+                if "source_rows" not in self._cache:
+                    self._cache["source_rows"] = int(self.source.count_rows())
+                total = self._cache["source_rows"]
             except (pa.ArrowException, OSError):
                 total = None
         items: Iterator[tuple[Any, str, int, int, int]] = self._read(columns)
@@ -393,13 +395,13 @@ class Scan:
         Parameters
         ----------
         make_filter : callable
-            Returns a fresh :class:`RowFilter` at the start of every pass; its
-            ``prepare`` runs on every batch's dense client indices in the reader
-            thread, and the filter itself is called once per batch, in order,
-            with what ``prepare`` returned, and returns the rows to keep. A stateful filter (a
-            contribution bound that spans batches) is thus restarted on every
-            pass, and a filter seeded at construction keeps the same rows in
-            every pass.
+            Returns a fresh :class:`RowFilter` at the start of every pass. Its
+            ``prepare`` runs on every batch's dense client indices in the
+            reader thread; the filter itself is called once per batch, in
+            order, with what ``prepare`` returned, and returns the rows to
+            keep. A stateful filter (a contribution bound that spans batches)
+            is thus restarted on every pass, and a filter seeded at
+            construction keeps the same rows in every pass.
         client_sizes : ndarray of int64, shape (n_clients,)
             Rows per client after the filter (the filter's caller knows them:
             a bound keeps ``min(size, B)``).
