@@ -944,7 +944,7 @@ def _dask_read(files: list[str], fmt: str, columns: list[str]) -> Any:
 def _dask_encode(
     scan_: Scan, encoder: Encoder, length: int, dtype: Any, reads_clients: bool
 ) -> NDArray[Any]:
-    """Encode every partition on the workers; sum the small vectors on the driver.
+    """Encode every partition on the workers and sum the vectors there; return the sum.
 
     One pass over the partitions. Only an encoder that reads the client index
     of a source without a client column (the row number) costs a first pass
