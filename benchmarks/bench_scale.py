@@ -105,6 +105,34 @@ def measure(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
     return best, _peak_mb()
 
 
+def interleaved(steps: dict[str, Callable[[], Any]], rounds: int) -> dict[str, Any]:
+    """Every step once per round, in turn, so that all see the same machine load.
+
+    Returns, per step ``k``: ``k_s`` (best time), ``k_all_s`` (every round's time)
+    and ``k_rss_mb`` (the highest peak).
+    """
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    peak = dict.fromkeys(steps, 0.0)
+    for _ in range(rounds):
+        for k, fn in steps.items():
+            t, rss = measure(fn, 1)
+            times[k].append(t)
+            peak[k] = max(peak[k], rss)
+    out: dict[str, Any] = {}
+    for k in steps:
+        out[f"{k}_s"], out[f"{k}_all_s"], out[f"{k}_rss_mb"] = min(times[k]), times[k], peak[k]
+    return out
+
+
+def spread(row: dict[str, Any], case: str, base: str) -> str:
+    """``min–max`` over the rounds of ``case / base`` (same round), when both were interleaved."""
+    a, b = row.get(f"{case}_all_s"), row.get(f"{base}_all_s")
+    if not a or not b or len(a) != len(b):
+        return ""
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return f" [rounds: {min(ratios):.2f}–{max(ratios):.2f}×, {len(ratios)} rounds]"
+
+
 # --------------------------------------------------------------------- data
 def make_arrays(n: int, seed: int = SEED) -> tuple[Any, Any]:
     """Scores (float64) and int8 labels: Beta(2, 5) negatives, Beta(5, 2) positives (30%)."""
@@ -396,17 +424,10 @@ def case_f(n: int, repeats: int, workdir: Path, bound: int) -> dict[str, Any]:
             "pyarrow_scan": pyarrow_floor(path, ["score", "label", "client"], h),
             "pyarrow_scan_no_client": pyarrow_floor(path, ["score", "label"], h),
         }
-        # interleaved, so every step sees the same machine load; best time, highest peak
-        best = {k: (float("inf"), 0.0) for k in steps}
-        for _ in range(max(repeats, 3)):
-            for k, fn in steps.items():
-                t, rss = measure(fn, 1)
-                best[k] = (min(best[k][0], t), max(best[k][1], rss))
+        out: dict[str, Any] = {"height": h, "bound": bound, "write_s": t_write}
+        out.update(interleaved(steps, max(repeats, 3)))
     finally:
         shutil.rmtree(path)
-    out: dict[str, Any] = {"height": h, "bound": bound, "write_s": t_write}
-    for k, (t, rss) in best.items():
-        out[f"{k}_s"], out[f"{k}_rss_mb"] = t, rss
     return out
 
 
@@ -441,15 +462,9 @@ def case_g(n_clients: int, height: int | None, repeats: int) -> dict[str, Any]:
         )
 
     steps = {"case": run("faithful"), "shares_only": shares_only, "fast_path": run("fast")}
-    best = {k: (float("inf"), 0.0) for k in steps}
-    for _ in range(repeats):
-        for k, fn in steps.items():
-            t, rss = measure(fn, 1)
-            best[k] = (min(best[k][0], t), max(best[k][1], rss))
     out: dict[str, Any] = {"height": h, "noise_size": size, "n_clients": n_clients}
-    for k, (t, rss) in best.items():
-        out[f"{k}_s"], out[f"{k}_rss_mb"] = t, rss
-    out["clients_per_minute"] = n_clients / best["case"][0] * 60.0
+    out.update(interleaved(steps, max(repeats, 3)))
+    out["clients_per_minute"] = [n_clients / t * 60.0 for t in out["case_all_s"]]
     return out
 
 
@@ -475,7 +490,7 @@ def case_h(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         evaluate(path)  # warm, and the height
-        out["case_s"], out["case_rss_mb"] = measure(lambda: evaluate(path), max(repeats, 3))
+        out.update(interleaved({"case": partial(evaluate, path)}, max(repeats, 3)))
         h = heights[-1]
 
         def dask_floor(ddf: Any) -> None:
@@ -499,8 +514,8 @@ def case_h(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
                     ddf = dd.read_parquet(str(path), split_row_groups=True)
                     evaluate(ddf)  # warm the workers
                     key = f"dask_{workers}x{threads}"
-                    out[f"{key}_s"], _ = measure(partial(evaluate, ddf), max(repeats, 3))
-                    out[f"{key}_floor_s"], _ = measure(partial(dask_floor, ddf), max(repeats, 3))
+                    steps = {key: partial(evaluate, ddf), f"{key}_floor": partial(dask_floor, ddf)}
+                    out.update(interleaved(steps, max(repeats, 3)))
                     out["partitions"] = int(ddf.npartitions)
             finally:
                 cluster.close()
@@ -549,19 +564,25 @@ def run_case(
 
 
 def report_dask(row: dict[str, Any]) -> str:
+    """Best times; ranges are over the rounds (the configurations do not run interleaved)."""
     one, two = row["dask_1x1_s"], row["dask_2x1_s"]
     r1 = one / row["case_s"]
     r2 = two / one
+
+    def rng(key: str) -> str:
+        t = row[f"{key}_all_s"]
+        return f" ({min(t):.3f}–{max(t):.3f} s over {len(t)} rounds)"
+
     lines = [
-        f"({row['case']}) in-process scan {row['case_s']:.3f} s, peak RSS "
+        f"({row['case']}) in-process scan {row['case_s']:.3f} s{rng('case')}, peak RSS "
         f"{row['case_rss_mb']:.0f} MB; {row['partitions']} partitions, h={row['height']}",
-        f"      1 worker × 1 thread: {one:.3f} s → {r1:.2f}× the in-process scan "
+        f"      1 worker × 1 thread: {one:.3f} s{rng('dask_1x1')} → {r1:.2f}× the in-process scan "
         f"(target ≤ {TARGET_H_ONE:g}×) {'PASS' if r1 <= TARGET_H_ONE else 'FAIL'}; "
         f"{one / row['dask_1x1_floor_s']:.2f}× its one-pass Dask floor",
-        f"      1 worker × 2 threads: {row['dask_1x2_s']:.3f} s → "
+        f"      1 worker × 2 threads: {row['dask_1x2_s']:.3f} s{rng('dask_1x2')} → "
         f"{row['dask_1x2_s'] / row['case_s']:.2f}× the in-process scan; "
         f"{row['dask_1x2_s'] / row['dask_1x2_floor_s']:.2f}× its floor",
-        f"      2 workers × 1 thread: {two:.3f} s → {r2:.2f}× the 1-worker time "
+        f"      2 workers × 1 thread: {two:.3f} s{rng('dask_2x1')} → {r2:.2f}× the 1-worker time "
         f"(target ≤ {TARGET_H_TWO:g}× on 2 idle cores) {'PASS' if r2 <= TARGET_H_TWO else 'FAIL'}; "
         f"{two / row['dask_2x1_floor_s']:.2f}× its floor",
     ]
@@ -596,15 +617,22 @@ def report(row: dict[str, Any]) -> str:
         f"({row['case']}) {row['case_s']:.3f} s, peak RSS {row['case_rss_mb']:.0f} MB | "
         f"{what} {base:.3f} s → {ratio:.2f}× (target ≤ {TARGETS[name]:g}×) {ok}"
     ]
+    lines[0] += spread(row, "case", "pyarrow_scan" if name == "f" else "shares_only")
     if name == "g":
         per_min = row["clients_per_minute"]
-        ok_g = "PASS" if per_min >= CLIENTS_PER_MINUTE_G else "FAIL"
+        ok_g = "PASS" if max(per_min) >= CLIENTS_PER_MINUTE_G else "FAIL"
         lines[0] += (
             f"\n      h={row['height']} ({row['noise_size']} noise variables per client): "
-            f"{per_min:,.0f} clients per minute (target ≥ {CLIENTS_PER_MINUTE_G:,.0f}) {ok_g}; "
+            f"{min(per_min):,.0f}–{max(per_min):,.0f} clients per minute "
+            f"(target ≥ {CLIENTS_PER_MINUTE_G:,.0f}) {ok_g}; "
             f"{row['case_s'] / row['fast_path_s']:.1f}× the fast path"
+            f"{spread(row, 'case', 'fast_path')}"
         )
-    extra = {k: v for k, v in row.items() if k not in {"case", "case_s", "case_rss_mb"}}
+    extra = {
+        k: v
+        for k, v in row.items()
+        if k not in {"case", "case_s", "case_rss_mb"} and not isinstance(v, list)
+    }
     lines.append(
         "      "
         + ", ".join(
@@ -625,6 +653,7 @@ def report(row: dict[str, Any]) -> str:
             f"      client-level, contribution bound {row['bound']}: "
             f"{row['client_bound_s']:.3f} s, peak RSS {row['client_bound_rss_mb']:.0f} MB → "
             f"{ratio_b:.2f}× (target ≤ {TARGET_F_BOUND:g}×) {ok_b}"
+            f"{spread(row, 'client_bound', 'pyarrow_scan')}"
         )
     return "\n".join(lines)
 
