@@ -29,7 +29,8 @@ Cases and targets (printed with PASS/FAIL, not asserted):
   ``DistributedDP(1, unit="client", contribution_bound=B)`` (``--bound``, default 5,
   binding for most clients): time ≤ 3×, both against a pyarrow batch scan of the three
   columns that bins and counts every batch (the scan of score and label alone is
-  printed too). The steps run interleaved, ≥ 3 rounds, best time of each;
+  printed too). The steps run interleaved, ≥ 3 rounds, best time of each; the peak
+  RSS of each is taken in a fresh process (imports included);
 * (g) the faithful path (every client's encoder and its own Pólya share, in blocks of
   clients) of ``evaluate`` under ``DistributedDP(1)``, one example per client: 1M
   clients at heights 4 and 7, and 10K clients at the planner's height (9): ≥ 1M
@@ -426,9 +427,36 @@ def case_f(n: int, repeats: int, workdir: Path, bound: int) -> dict[str, Any]:
         }
         out: dict[str, Any] = {"height": h, "bound": bound, "write_s": t_write}
         out.update(interleaved(steps, max(repeats, 3)))
+        # Peaks in one process include what earlier steps left in the allocators
+        # (writing the data, pyarrow's read-ahead): each is taken again in a fresh one.
+        for key in ("case", "client_bound", "pyarrow_scan"):
+            out[f"{key}_rss_mb"] = fresh_peak_mb(key, path, h, bound)
     finally:
         shutil.rmtree(path)
     return out
+
+
+def fresh_peak_mb(step: str, path: Path, height: int, bound: int) -> float:
+    """Peak RSS (MB) of one case-(f) step run alone in a fresh process, imports included."""
+    cmd = [sys.executable, __file__, "--rss-of", step, "--dir", str(path)]
+    cmd += ["--height", str(height), "--bound", str(bound)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def run_step_for_peak(step: str, path: Path, height: int, bound: int) -> float:
+    import fedeval as fe
+
+    if step == "pyarrow_scan":
+        pyarrow_floor(path, ["score", "label", "client"], height)()
+    else:
+        privacy = (
+            fe.DistributedDP(1.0)
+            if step == "case"
+            else fe.DistributedDP(1.0, unit="client", contribution_bound=bound)
+        )
+        all_metrics(fe.evaluate(fe.scan(path, client="client", progress=False), privacy, rng=0))
+    return _peak_mb()
 
 
 def case_g(n_clients: int, height: int | None, repeats: int) -> dict[str, Any]:
@@ -668,7 +696,12 @@ def main() -> None:
         "--bound", type=int, default=5, help="case f: the client-level contribution bound"
     )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rss-of", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--height", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rss_of:
+        print(run_step_for_peak(args.rss_of, Path(args.dir), args.height, args.bound))
+        return
     if args.child:
         workdir = Path(args.dir)
         print(json.dumps(run_case(args.child, args.scale, args.repeats, workdir, args.bound)))
