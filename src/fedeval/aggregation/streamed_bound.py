@@ -58,8 +58,8 @@ class StreamedBound:
     to every later batch. A client's few rows in a batch are taken one at a
     time (the step with r = 1: the row stays with probability s/u, drawn as an
     integer uniform on {0, ..., u − 1} being below s, which is certain when
-    s = 0 or s = u), the first rows of all clients at once, then the second
-    rows, and so on; many rows (more than 16) are taken as one step: the
+    s = 0 or s = u; :meth:`_below`), the first rows of all clients at once,
+    then the second rows, and so on; many rows (more than 16) are taken as one step: the
     count is drawn, and the rows are put in a uniformly random order (one
     permutation, then a stable grouping), whose first k stay.
     """
@@ -82,83 +82,80 @@ class StreamedBound:
     def prepare(self, clients: NDArray[np.int64]) -> _Grouped:
         """A batch's rows of clients above the bound, grouped by client (stateless).
 
-        :meth:`fedeval.data.Scan.batches` runs it in the reader thread, so
-        the grouping overlaps with the decisions on the batch before.
+        Also the order in which the rows are decided (see the class Notes).
+        :meth:`fedeval.data.Scan.batches` runs it in the reader thread, so this
+        work overlaps with the decisions on the batch before.
         """
         rows = None if self.over is None else np.flatnonzero(self.over[clients])
         sub = clients if rows is None else clients[rows]
         owner, order = grouped(sub, self.n_clients)
         starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
         here = np.diff(np.append(starts, owner.size))
-        return _Grouped(clients.shape[0], rows, order, starts, owner[starts], here)
+        heavy = np.flatnonzero(here > _ROW_BY_ROW)
+        light = None if heavy.size == 0 else np.flatnonzero(here <= _ROW_BY_ROW)
+        more = np.flatnonzero((here > 1) & (here <= _ROW_BY_ROW))
+        # by decreasing rows here (a counting sort: at most _ROW_BY_ROW fit in a byte),
+        # so that the clients with a t-th row are a prefix
+        more = more[np.argsort((_ROW_BY_ROW - here[more]).astype(np.uint8), kind="stable")]
+        with_row = more.size - np.cumsum(np.bincount(here[more], minlength=2))
+        return _Grouped(
+            clients.shape[0], rows, order, starts, owner[starts], here, heavy, light, more, with_row
+        )
 
     def __call__(self, batch: _Grouped | NDArray[np.int64]) -> NDArray[np.bool_]:
         """The rows to keep of the next batch (its clients, or :meth:`prepare` of them)."""
-        if not isinstance(batch, _Grouped):
-            batch = self.prepare(batch)
-        n, rows, order, starts, who, here = batch
-        keep = np.ones(n, dtype=bool)
-        if who.size == 0:
+        b = batch if isinstance(batch, _Grouped) else self.prepare(batch)
+        keep = np.ones(b.n_rows, dtype=bool)
+        if b.who.size == 0:
             return keep
-        state = self.state[who]
+        state = self.state[b.who]
         unseen, slots = state >> _HALF, state & _LOW
-        if np.any(here > unseen):
+        if np.any(b.here > unseen):
             raise ValueError("a client has more rows than counted: the data changed between passes")
-        # Every client's rows here, one at a time: the row stays with probability
-        # slots/unseen (an integer uniform on 0..unseen-1 below slots; certain when no
-        # slot is left or every unseen row must stay). Clients with many rows here are
-        # decided as one block instead.
         after = slots.copy()  # slots left after this batch
-        heavy = np.flatnonzero(here > _ROW_BY_ROW)
-        lost = self._in_blocks(heavy, starts, here, unseen, after)
-        light = None if heavy.size == 0 else np.flatnonzero(here <= _ROW_BY_ROW)
-        lost += self._row_by_row(light, starts, here, unseen, after)
-        gone = order[np.concatenate(lost)]
-        keep[gone if rows is None else rows[gone]] = False
-        self.state[who] = ((unseen - here) << _HALF) | after
+        lost = self._in_blocks(b.heavy, b.starts, b.here, unseen, after)
+        lost += self._row_by_row(b, unseen, after)
+        gone = b.order[np.concatenate(lost)]
+        keep[gone if b.rows is None else b.rows[gone]] = False
+        self.state[b.who] = ((unseen - b.here) << _HALF) | after
         return keep
 
     def _row_by_row(
-        self,
-        g: NDArray[np.intp] | None,
-        starts: NDArray[np.intp],
-        here: NDArray[np.int64],
-        unseen: NDArray[np.int64],
-        after: NDArray[np.int64],
+        self, b: _Grouped, unseen: NDArray[np.int64], after: NDArray[np.int64]
     ) -> list[NDArray[np.intp]]:
-        """Algorithm S on these clients' rows (all clients when ``g`` is None), a rank at a time.
+        """Algorithm S on the light clients' rows, a rank at a time.
 
-        The first rows of all the clients are decided together, then the
-        second rows of the clients that have one, and so on: with those
-        clients in decreasing order of their rows here, the clients with a
-        t-th row are a prefix. ``after`` holds the slots left and is updated
-        in place.
+        The first rows of all of them are decided together (each stays with
+        probability slots/unseen, certain when no slot is left or every
+        unseen row must stay), then the second rows of those that have one,
+        and so on. ``after`` holds the slots left and is updated in place.
         """
-        pos, rows_here, u = (starts, here, unseen) if g is None else (starts[g], here[g], unseen[g])
-        s = after if g is None else after[g]
-        take = self.rng.integers(0, u) < s
-        lost = [pos[~take]]
-        s = s - take
-        more = np.flatnonzero(rows_here > 1)
-        if more.size:
-            # a counting sort: at most _ROW_BY_ROW rows here fit in a byte
-            more = more[np.argsort((_ROW_BY_ROW - rows_here[more]).astype(np.uint8), kind="stable")]
-            left = rows_here[more]
-            pos_m, u_m, s_m = pos[more], u[more] - 1, s[more]
-            # clients with more than t rows here, for t = 1, 2, ...
-            with_row = more.size - np.cumsum(np.bincount(left))
-            for t in range(1, with_row.size - 1):
-                k = with_row[t]
-                take = self.rng.integers(0, u_m[:k]) < s_m[:k]
-                lost.append(pos_m[:k][~take] + t)
-                s_m[:k] -= take
-                u_m[:k] -= 1
-            s[more] = s_m
-        if g is None:
-            after[:] = s
+        light = b.light
+        if light is None:
+            take = self._below(after, unseen)
+            lost = [b.starts[~take]]
+            after -= take
         else:
-            after[g] = s
+            s = after[light]
+            take = self._below(s, unseen[light])
+            lost = [b.starts[light][~take]]
+            after[light] = s - take
+        more = b.more
+        if more.size:
+            pos, u, s = b.starts[more], unseen[more] - 1, after[more]
+            for t in range(1, b.with_row.size - 1):
+                k = b.with_row[t]
+                take = self._below(s[:k], u[:k])
+                lost.append(pos[:k][~take] + t)
+                s[:k] -= take
+                u[:k] -= 1
+            after[more] = s
         return lost
+
+    def _below(self, s: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Whether an integer uniform on {0, ..., u − 1} is below s, for every pair (u >= 1)."""
+        below: NDArray[np.bool_] = self.rng.integers(0, u) < s
+        return below
 
     def _in_blocks(
         self,
@@ -192,6 +189,10 @@ class _Grouped(NamedTuple):
     starts: NDArray[np.intp]  # where every client's group begins
     who: NDArray[np.int64]  # the client of every group
     here: NDArray[np.int64]  # its rows in the batch
+    heavy: NDArray[np.intp]  # groups decided as one block
+    light: NDArray[np.intp] | None  # groups decided row by row (None: all)
+    more: NDArray[np.intp]  # light groups with a second row, by decreasing rows here
+    with_row: NDArray[np.int64]  # how many of ``more`` have more than t rows here
 
 
 def _ranges(starts: NDArray[np.intp], lengths: NDArray[np.int64]) -> NDArray[np.intp]:
