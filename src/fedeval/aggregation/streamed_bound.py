@@ -58,8 +58,8 @@ class StreamedBound:
     to every later batch. A client's few rows in a batch are taken one at a
     time (the step with r = 1: the row stays with probability s/u, drawn as an
     integer uniform on {0, ..., u − 1} being below s, which is certain when
-    s = 0 or s = u; :meth:`_below`), the first rows of all clients at once,
-    then the second rows, and so on; many rows (more than 16) are taken as one step: the
+    s = 0 or s = u), the first rows of all clients at once, then the second
+    rows, and so on. Many rows (more than 16) are taken as one step: the
     count is drawn, and the rows are put in a uniformly random order (one
     permutation, then a stable grouping), whose first k stay.
     """
