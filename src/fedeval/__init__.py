@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval.evaluation import Evaluation
     from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning, SmallDataWarning
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
-    from fedeval.planning import Plan, plan
+    from fedeval.planning import MulticlassPlan, Plan, plan, plan_multiclass
     from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
     from fedeval.privacy.models import (
         CentralDP,
@@ -83,6 +83,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "evaluate_multiclass": ("fedeval.multiclass_evaluation", "evaluate_multiclass"),
     "Plan": ("fedeval.planning", "Plan"),
     "plan": ("fedeval.planning", "plan"),
+    "MulticlassPlan": ("fedeval.planning", "MulticlassPlan"),
+    "plan_multiclass": ("fedeval.planning", "plan_multiclass"),
     "BudgetExceededError": ("fedeval.privacy.ledger", "BudgetExceededError"),
     "BudgetLedger": ("fedeval.privacy.ledger", "BudgetLedger"),
     "CentralDP": ("fedeval.privacy.models", "CentralDP"),
@@ -109,6 +111,7 @@ __all__ = [
     "LabelDP",
     "LocalDP",
     "MulticlassEvaluation",
+    "MulticlassPlan",
     "Plan",
     "ProgramReceipt",
     "Public",
@@ -129,6 +132,7 @@ __all__ = [
     "metrics",
     "partition",
     "plan",
+    "plan_multiclass",
     "privacy",
     "read",
     "report",

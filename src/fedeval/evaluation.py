@@ -33,14 +33,16 @@ from fedeval.exceptions import SmallDataWarning
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.dense import (
+    RARE_CLASS_EXAMPLES,
     BoundaryCounts,
     auc_bucketization_bound,
     boundary_counts,
     delong_auc_se,
     dense_ap_se,
     dense_auc_se,
+    dense_band_se,
     dense_roc_auc,
-    pointwise_band,
+    effective_examples,
 )
 from fedeval.metrics.precision_recall import (
     PRStrategy,
@@ -278,8 +280,8 @@ class Evaluation(ReceiptAccessors):
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Pointwise uncertainty band of TPR over a grid of FPR.
 
-        Delta method (:func:`fedeval.metrics.dense.pointwise_band`) on the dense
-        curve's threshold standard errors; the parametric bootstrap with
+        Delta method through the dense curve's shrinkage and projections, with
+        its bias (:func:`fedeval.metrics.dense.dense_band_se`); the parametric bootstrap with
         ``standard_errors="bootstrap"`` or the quantile curve.
 
         Returns
@@ -296,17 +298,10 @@ class Evaluation(ReceiptAccessors):
             return grid, nan, nan.copy()
         if self._closed_form and self._method == "dense":
             fpr, tpr, _ = self.roc_curve()
-            pts = self._point_se
-            lo, hi = pointwise_band(
-                fpr,
-                tpr,
-                pts.fpr_se[::-1],
-                pts.recall_se[::-1],
-                grid,
-                _z(level),
-                se_at=pts.fpr[::-1],
-            )
-            return grid, lo, hi
+            se = dense_band_se(self.tree, self.counts, grid, kind="roc")
+            centre = np.interp(grid, fpr, tpr)
+            z = _z(level)
+            return grid, np.clip(centre - z * se, 0.0, 1.0), np.clip(centre + z * se, 0.0, 1.0)
 
         def tpr_on_grid(tree: HierarchicalHistogram) -> NDArray[np.float64]:
             if not _defined(tree):
@@ -336,8 +331,9 @@ class Evaluation(ReceiptAccessors):
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Pointwise uncertainty band of precision over a grid of recall (delta method).
 
-        From the dense curve's threshold standard errors
-        (:func:`fedeval.metrics.dense.pointwise_band`); NaN when the release is
+        The SE of precision at fixed recall through the dense curve's shrinkage
+        and projections, with its bias (:func:`fedeval.metrics.dense.dense_band_se`);
+        NaN when the release is
         not :attr:`defined` or the curve is not the dense one. Zero width without noise.
         """
         grid = (
@@ -350,30 +346,10 @@ class Evaluation(ReceiptAccessors):
             return grid, nan, nan.copy()
         precision, recall, _ = self.precision_recall_curve()
         order = np.argsort(recall, kind="stable")
-        pts = self._point_se
-        ok = np.isfinite(pts.precision_se) & np.isfinite(pts.precision)
-        se_order = np.argsort(pts.recall[ok], kind="stable")
-        lo, hi = pointwise_band(
-            recall[order],
-            precision[order],
-            pts.recall_se[ok][se_order],
-            pts.precision_se[ok][se_order],
-            grid,
-            _z(level),
-            se_at=pts.recall[ok][se_order],
-        )
-        return grid, lo, hi
-
-    @cached_property
-    def _point_se(self) -> ThresholdMetrics:
-        """Threshold metrics (with SEs) at up to 1,024 boundaries of the dense curves' level.
-
-        Standard errors vary smoothly along the curve, so the bands interpolate
-        them between these points (the bands' centre is the full curve).
-        """
-        edges = self.counts.edges[:-1]
-        step = max(1, -(-edges.size // 1024))
-        return threshold_metrics(self.tree, edges[::step])
+        se = dense_band_se(self.tree, self.counts, grid, kind="pr")
+        centre = np.interp(grid, recall[order], precision[order])
+        z = _z(level)
+        return grid, np.clip(centre - z * se, 0.0, 1.0), np.clip(centre + z * se, 0.0, 1.0)
 
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
@@ -473,6 +449,20 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
                     f"{_CLASS_NAMES[c]} ≈ {totals[c]:.1f} ± {se[c]:.2g}" for c in (weak or (0, 1))
                 )
             )
+    # The information the release holds about each class (metrics.dense.effective_examples).
+    n_eff = effective_examples(tree) if defined else np.zeros(2)
+    if defined and float(np.min(n_eff)) < RARE_CLASS_EXAMPLES:
+        reasons.append(
+            "the release holds about "
+            + " and ".join(f"{n_eff[c]:.1f} effective {_CLASS_NAMES[c]}" for c in (1, 0))
+            + " (noise-free examples that would pin the class's ECDF as well); below "
+            f"{RARE_CLASS_EXAMPLES:g} the AUC and AP mostly reflect the other class and their "
+            "standard errors are widened to cover that"
+        )
+    elif reasons and defined:
+        reasons.append(
+            f"effective positives ≈ {n_eff[1]:.1f}, effective negatives ≈ {n_eff[0]:.1f}"
+        )
     if not reasons:
         return
     warnings.warn(
@@ -764,7 +754,6 @@ def evaluate(
     if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
         assert isinstance(fed, Federation)  # a Scan is always binary
         given = {
-            "n_examples": n_examples is not None,
             "height": height is not None,
             "branching": branching != 2,
             "n_buckets": n_buckets is not None,
@@ -785,7 +774,9 @@ def evaluate(
                 f"multiclass Federation ({fed.n_classes} classes); use "
                 "fedeval.evaluate_multiclass(fed, privacy, n_bins=..., ...) for its options"
             )
-        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger, public=public)
+        return evaluate_multiclass(
+            fed, privacy, n_examples=n_examples, path=path, rng=rng, ledger=ledger, public=public
+        )
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
     _refuse_unused_curve_options(curve, n_quantiles, interpolation, pr_strategy)
     private = getattr(privacy, "regime", None) != "exact"

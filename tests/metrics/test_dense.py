@@ -25,10 +25,10 @@ from fedeval.metrics.dense import (
     boundary_counts,
     dense_ap_se,
     dense_auc_se,
-    project_children_to_simplex,
     wiener_levels,
 )
 from fedeval.postprocess.bootstrap import bootstrap_values
+from fedeval.postprocess.tables import project_children_to_simplex
 from fedeval.sketches.tree import prefix_leaf_weights
 
 
