@@ -736,6 +736,40 @@ def dense_ap_se(tree: HierarchicalHistogram, counts: BoundaryCounts) -> float:
     return _with_bias_allowance(tree, counts, _ap_and_gradients)
 
 
+def dense_gradient_weights(
+    tree: HierarchicalHistogram, counts: BoundaryCounts, metric: str = "roc_auc"
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The delta method's linear query of the dense AUC or AP: consistent-leaf weights per class.
+
+    The gradient of :func:`dense_roc_auc` (or :func:`dense_average_precision`)
+    with respect to the projected bins, carried back through the monotone
+    projection and the Wiener shrinkage as in :func:`dense_auc_se`: the metric
+    moves, to first order, by w₀ · δ(negative leaves) + w₁ · δ(positive leaves)
+    of the consistent tree. Two estimates whose noise is correlated (the
+    windows of a continual release) get their covariance from these weights.
+
+    Returns
+    -------
+    (w_negatives, w_positives) : ndarray of float64, shape (n_leaves,) each
+
+    Raises
+    ------
+    ValueError
+        An unknown metric, or a release whose curves are undefined (a class
+        total not positive).
+    """
+    statistics = {"roc_auc": _auc_and_gradients, "average_precision": _ap_and_gradients}
+    if metric not in statistics:
+        raise ValueError(f"metric must be 'roc_auc' or 'average_precision', got {metric!r}")
+    if not counts.defined:
+        raise ValueError("the metric is undefined for this release (a class total is not positive)")
+    _, grad_n, grad_p = statistics[metric](counts)
+    sh = counts.shrinkage or (None, None)
+    w0 = _leaf_weights(tree, _through_projection(counts, 0, grad_n), sh[0])
+    w1 = _leaf_weights(tree, _through_projection(counts, 1, grad_p), sh[1])
+    return w0, w1
+
+
 def delong_auc_se(counts: BoundaryCounts) -> float:
     """Sampling standard error of the population AUC: DeLong's variance from released bin counts.
 
