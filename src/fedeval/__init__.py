@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
     from fedeval.evaluation import Evaluation, evaluate
     from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning, SmallDataWarning
+    from fedeval.monitoring import Monitor, monitor
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
     from fedeval.planning import Plan, plan
     from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
@@ -73,6 +74,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "scan": ("fedeval.data", "scan"),
     "Evaluation": ("fedeval.evaluation", "Evaluation"),
     "evaluate": ("fedeval.evaluation", "evaluate"),
+    "Monitor": ("fedeval.monitoring", "Monitor"),
+    "monitor": ("fedeval.monitoring", "monitor"),
     "MulticlassEvaluation": ("fedeval.multiclass_evaluation", "MulticlassEvaluation"),
     "evaluate_multiclass": ("fedeval.multiclass_evaluation", "evaluate_multiclass"),
     "Plan": ("fedeval.planning", "Plan"),
@@ -101,6 +104,7 @@ __all__ = [
     "FedevalWarning",
     "LabelDP",
     "LocalDP",
+    "Monitor",
     "MulticlassEvaluation",
     "Plan",
     "ProgramReceipt",
@@ -118,6 +122,7 @@ __all__ = [
     "evaluate",
     "evaluate_multiclass",
     "metrics",
+    "monitor",
     "partition",
     "plan",
     "privacy",

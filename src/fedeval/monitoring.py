@@ -69,6 +69,7 @@ from numpy.typing import NDArray
 from fedeval.aggregation.continual import (
     ContinualRelease,
     PeriodRelease,
+    check_continual_model,
     nominal_contributors,
     periodic_sketch,
 )
@@ -406,6 +407,7 @@ class Monitor:
         provisional = HierarchySketch(
             HierarchySpec(height or _PROVISIONAL_HEIGHT, branching, self.score_range, 2)
         )
+        check_continual_model(privacy, provisional)
         if mechanism == "auto":
             name, mean_variance = choose_mechanism(privacy, provisional, t, estimator=estimator)
         else:

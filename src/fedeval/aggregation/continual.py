@@ -58,7 +58,14 @@ from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.base import Sketch
 from fedeval.sketches.continual import PeriodicSketch
 
-__all__ = ["ContinualRelease", "PeriodRelease", "nominal_contributors", "periodic_sketch"]
+__all__ = [
+    "ContinualRelease",
+    "PeriodRelease",
+    "check_continual_model",
+    "continual_reservation",
+    "nominal_contributors",
+    "periodic_sketch",
+]
 
 
 def nominal_contributors(privacy: PrivacyModel) -> int:
@@ -163,11 +170,7 @@ class ContinualRelease:
                 raise TypeError("ContinualRelease needs a privacy model or a reservation")
             reservation = continual_reservation(ledger, privacy, sketch, strategy)
         mech = reservation.claim(self.periodic)
-        if mech.placement not in ("none", "shares", "aggregator"):
-            raise TypeError(
-                f"{mech.model.describe()} has no continual release here: it needs noise added "
-                "to sums (DistributedDP or CentralDP), or exact sums (SecureAggregation)"
-            )
+        _check_placement(mech)
         self._gen = as_generator(rng)
         mech = draw_from(mech, self._gen, ledger)
         if scope is not None:
@@ -343,6 +346,31 @@ class ContinualRelease:
         ua = self.weights(*a)
         ub = self.weights(*b)
         return float(ua @ ub) * self.row_variance
+
+
+_NO_CONTINUAL = (
+    "has no continual release here: it needs noise added to sums (DistributedDP or "
+    "CentralDP), or exact sums (SecureAggregation)"
+)
+
+
+def _check_placement(mech: Mechanism) -> None:
+    if mech.placement not in ("none", "shares", "aggregator"):
+        raise TypeError(f"{mech.model.describe()} {_NO_CONTINUAL}")
+
+
+def check_continual_model(privacy: PrivacyModel, sketch: Sketch) -> None:
+    """Raise TypeError unless ``privacy`` can release ``sketch`` continually (no charge, no noise)."""
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.privacy.mechanisms.continual import continual_strategy
+
+    probe = periodic_sketch(sketch, continual_strategy("per-period", 1))
+    try:
+        mech = mechanism_for(privacy, probe, n_clients=nominal_contributors(privacy))
+    except TypeError as exc:
+        describe = getattr(privacy, "describe", lambda: type(privacy).__name__)
+        raise TypeError(f"{describe()} {_NO_CONTINUAL} ({exc})") from exc
+    _check_placement(mech)
 
 
 def continual_reservation(
