@@ -266,7 +266,15 @@ class ContinualStrategy:
             self._node_index.update({self.row_periods(i): i for i in range(self.n_rows)})
         return self._node_index[(first, last)]
 
+    @functools.cached_property
+    def _prefix_factors(self) -> NDArray[np.float64]:
+        return self._compute_prefix_factors()
+
     def prefix_variance_factors(self) -> NDArray[np.float64]:
+        """Var(ŝ_t)/σ² for t = 1..T (see :meth:`_compute_prefix_factors`), computed once."""
+        return self._prefix_factors.copy()
+
+    def _compute_prefix_factors(self) -> NDArray[np.float64]:
         """Var(ŝ_t)/σ² for t = 1..T, each prefix estimated from the rows published by t.
 
         Closed forms, O(T log T) or O(T²), equal to :meth:`variance_factor`
@@ -333,6 +341,7 @@ def _tree_matrix(horizon: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return r, np.array([tau for tau, _, _ in rows], dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=64)
 def continual_strategy(
     name: str,
     horizon: int,
@@ -356,6 +365,11 @@ def continual_strategy(
     ------
     ValueError
         An unknown name, a horizon out of range, a bad estimator.
+
+    Notes
+    -----
+    A pure function of public inputs, cached: monitors of the same horizon
+    share one strategy (and its decoding caches).
     """
     t = check_int_at_least(horizon, 1, name="horizon")
     if t > MAX_HORIZON:
