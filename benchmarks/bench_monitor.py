@@ -17,8 +17,10 @@ Parts (``--part``):
     ε/T (an example is in every later release: basic composition over T
     releases) and the last 8 periods with ε/8 (an example is in 8 windows),
     each planned by ``fe.evaluate`` for its declared size. Tables: RMSE over
-    seeds at t = 8, 16, 32, 64, the RMSE pooled over every t (and its worst t),
-    and the closed-form noise SD of one cumulative node count.
+    seeds at t = 8, 16, 32, 64, the RMSE pooled over every t (and its worst t)
+    of the cumulative AUC, the windowed AUC and the released number of
+    positives (a level-1 count: its error is the noise's, growing with t as
+    the mechanism's), and the closed-form noise SD of one cumulative node count.
 ``drift``
     Per seed, the default monitor; after every period t ≥ 9,
     ``mon.drift("roc_auc", window=8)`` (the last 8 periods against all
@@ -107,6 +109,7 @@ def accuracy_seed(seed: int, noise: str) -> dict[str, Any]:
     exact_win = [
         roc_auc_score(*_labels_scores(data[max(0, t - WINDOW) : t])) for t in range(1, T + 1)
     ]
+    positives = np.cumsum([int(y.sum()) for _, y in data])
     auto = fe.monitor(privacy, horizon=T, examples_per_period=N, rng=seed)
     height = int(auto.parameters["height"])
     out: dict[str, Any] = {"seed": seed, "height": height, "auto": auto.mechanism_name}
@@ -121,18 +124,20 @@ def accuracy_seed(seed: int, noise: str) -> dict[str, Any]:
             estimator=est,  # type: ignore[arg-type]
             rng=np.random.default_rng([seed, k]),
         )
-        cum, win = [], []
+        cum, win, count = [], [], []
         for t, f in enumerate(feds, 1):
             mon.update(f)
-            cum.append(mon.evaluation().roc_auc - exact_cum[t - 1])
+            ev = mon.evaluation()
+            cum.append(ev.roc_auc - exact_cum[t - 1])
+            count.append(float(ev.tree.totals()[1]) - positives[t - 1])
             if t >= WINDOW:
                 win.append(mon.evaluation(window=WINDOW).roc_auc - exact_win[t - 1])
-        out[label] = {"cumulative": cum, "window": win}
+        out[label] = {"cumulative": cum, "window": win, "positives": count}
         rel = mon._release
         node_sd[label] = [
             math.sqrt(rel.row_variance * mon.strategy.variance_factor(t, 0, t)) for t in TABLE_T
         ]
-    base_cum, base_win = [], []
+    base_cum, base_win, base_count = [], [], []
     for t in range(1, T + 1):
         gen = np.random.default_rng([seed, 100, t])
         ev = fe.evaluate(
@@ -143,6 +148,7 @@ def accuracy_seed(seed: int, noise: str) -> dict[str, Any]:
             bootstrap_replicates=2,
         )
         base_cum.append(ev.roc_auc - exact_cum[t - 1])  # type: ignore[union-attr]
+        base_count.append(float(ev.tree.totals()[1]) - positives[t - 1])  # type: ignore[union-attr]
         if t >= WINDOW:
             ev = fe.evaluate(
                 fed_of(data[t - WINDOW : t]),
@@ -152,7 +158,11 @@ def accuracy_seed(seed: int, noise: str) -> dict[str, Any]:
                 bootstrap_replicates=2,
             )
             base_win.append(ev.roc_auc - exact_win[t - 1])  # type: ignore[union-attr]
-    out["re-evaluate (ε/T, ε/8)"] = {"cumulative": base_cum, "window": base_win}
+    out["re-evaluate (ε/T, ε/8)"] = {
+        "cumulative": base_cum,
+        "window": base_win,
+        "positives": base_count,
+    }
     out["node_sd"] = node_sd
     return out
 
@@ -164,22 +174,26 @@ def _labels_scores(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarr
 def accuracy_tables(runs: list[dict[str, Any]]) -> str:
     labels = [m[0] for m in MECHANISMS] + ["re-evaluate (ε/T, ε/8)"]
     lines = []
-    for kind, first in (("cumulative", 1), ("window", WINDOW)):
+    what = {
+        "cumulative": "cumulative AUC RMSE",
+        "window": f"AUC of the last {WINDOW} periods, RMSE",
+        "positives": "cumulative number of positives (level-1 count), RMSE",
+    }
+    for kind, first in (("cumulative", 1), ("window", WINDOW), ("positives", 1)):
         head = " | ".join(f"t={t}" for t in TABLE_T)
         lines += [
-            f"\n{kind} AUC RMSE ({len(runs)} seeds)\n",
+            f"\n{what[kind]} ({len(runs)} seeds)\n",
             f"| mechanism | {head} | all t (pooled) | worst t |",
             "|---|" + "---|" * (len(TABLE_T) + 2),
         ]
         for label in labels:
             err = np.array([r[label][kind] for r in runs])  # seeds × periods
             rmse_t = np.sqrt(np.mean(err**2, axis=0))
-            cells = " | ".join(f"{rmse_t[t - first]:.2e}" for t in TABLE_T)
+            f = "{:.1f}" if kind == "positives" else "{:.2e}"
+            cells = " | ".join(f.format(rmse_t[t - first]) for t in TABLE_T)
             worst = int(np.argmax(rmse_t)) + first
-            lines.append(
-                f"| {label} | {cells} | {math.sqrt(float(np.mean(err**2))):.2e} | "
-                f"{rmse_t.max():.2e} (t={worst}) |"
-            )
+            pooled = f.format(math.sqrt(float(np.mean(err**2))))
+            lines.append(f"| {label} | {cells} | {pooled} | {f.format(rmse_t.max())} (t={worst}) |")
     lines += [
         "\nclosed-form noise SD of one cumulative node count (online estimate at t)\n",
         "| mechanism | " + " | ".join(f"t={t}" for t in TABLE_T) + " |",
