@@ -251,3 +251,20 @@ def test_bad_input_is_refused_with_a_clear_error_and_changes_nothing() -> None:
     with pytest.raises(TypeError, match="rng"):
         ctx.monitor(dp, horizon=2, examples_per_period=10, rng=3)
     assert ctx.spent.epsilon == 0.0
+
+
+def test_central_dp_and_skellam_monitors_release_and_state_their_noise() -> None:
+    central = fe.monitor(fe.CentralDP(epsilon=1.0), horizon=4, examples_per_period=400, rng=3)
+    skellam = fe.monitor(
+        fe.DistributedDP(epsilon=1.0, noise="skellam", delta=1e-6),
+        horizon=4,
+        examples_per_period=400,
+        rng=3,
+    )
+    for mon in (central, skellam):
+        for t in range(4):
+            mon.update(_period(t))
+        assert math.isfinite(mon.evaluation().roc_auc)
+    assert "curator" in central.receipt().mechanism
+    entry = skellam.receipt().entries[0]
+    assert entry.rdp is not None and skellam.delta_spent == pytest.approx(1e-6)

@@ -138,8 +138,13 @@ class ContinualStrategy:
     _node_index: dict[tuple[int, int], int] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        r = np.asarray(self.matrix)
-        tau = np.asarray(self.release_period)
+        r = np.array(self.matrix, dtype=np.int64)
+        tau = np.array(self.release_period, dtype=np.int64)
+        r.flags.writeable = False
+        tau.flags.writeable = False
+        # Read-only copies: a cached strategy is shared by every monitor of its horizon.
+        object.__setattr__(self, "matrix", r)
+        object.__setattr__(self, "release_period", tau)
         if r.ndim != 2 or tau.shape != (r.shape[0],):
             raise ValueError("matrix must be (m, T) with one release period per row")
         if np.any(np.diff(tau) < 0):
@@ -239,13 +244,15 @@ class ContinualStrategy:
 
     def _gls(self, t_now: int) -> tuple[NDArray[np.float64], Any]:
         """R restricted to the rows published by t_now (and its periods), with a Cholesky factor."""
-        if t_now not in self._gls_cache:
+        hit: tuple[NDArray[np.float64], Any] | None = self._gls_cache.get(t_now)
+        if hit is None:
             n = self.n_released(t_now)
             rt = self.matrix[:n, :t_now].astype(np.float64)
-            self._gls_cache.clear()  # one current period at a time: O(t²) memory
-            self._gls_cache[t_now] = (rt, cho_factor(rt.T @ rt, lower=True))
-        out: tuple[NDArray[np.float64], Any] = self._gls_cache[t_now]
-        return out
+            hit = (rt, cho_factor(rt.T @ rt, lower=True))
+            if len(self._gls_cache) >= 4:  # a few current periods at a time: O(t²) memory each
+                self._gls_cache.clear()
+            self._gls_cache[t_now] = hit
+        return hit
 
     def _dyadic(self, t: int) -> NDArray[np.intp]:
         """Tree rows of the dyadic decomposition of [1, t], largest interval first."""
