@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval.entry_points import evaluate
     from fedeval.evaluation import Evaluation
     from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning, SmallDataWarning
+    from fedeval.monitoring import Monitor, monitor
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
     from fedeval.planning import MulticlassPlan, Plan, plan, plan_multiclass
     from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
@@ -79,6 +80,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "scan": ("fedeval.data", "scan"),
     "Evaluation": ("fedeval.evaluation", "Evaluation"),
     "evaluate": ("fedeval.entry_points", "evaluate"),
+    "Monitor": ("fedeval.monitoring", "Monitor"),
+    "monitor": ("fedeval.monitoring", "monitor"),
     "MulticlassEvaluation": ("fedeval.multiclass_evaluation", "MulticlassEvaluation"),
     "evaluate_multiclass": ("fedeval.multiclass_evaluation", "evaluate_multiclass"),
     "Plan": ("fedeval.planning", "Plan"),
@@ -110,6 +113,7 @@ __all__ = [
     "FedevalWarning",
     "LabelDP",
     "LocalDP",
+    "Monitor",
     "MulticlassEvaluation",
     "MulticlassPlan",
     "Plan",
@@ -130,6 +134,7 @@ __all__ = [
     "evaluate",
     "evaluate_multiclass",
     "metrics",
+    "monitor",
     "partition",
     "plan",
     "plan_multiclass",

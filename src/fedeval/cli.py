@@ -6,6 +6,7 @@
 ``fedeval calibrate``  learn a calibrator, write it as JSON with a before/after report
 ``fedeval plan``       parameters and predicted errors for a deployment
 ``fedeval flower-sim`` the Flower apps (SecAgg+) on N simulated clients (needs fedeval[flower])
+``fedeval monitor``    a model's metrics every period under one budget (folder of periods or --period)
 
 Exit status 0 on success, 2 with a one-line reason on bad input.
 
@@ -31,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedeval.cli_common import CLIError
+
 if TYPE_CHECKING:
     from fedeval.evaluation import Evaluation
     from fedeval.privacy.models import PrivacyModel
@@ -39,10 +42,6 @@ __all__ = ["main"]
 
 #: Version of the JSON that ``demo``, ``evaluate`` and ``results.json`` share.
 JSON_SCHEMA = "fedeval.evaluation/1"
-
-
-class CLIError(Exception):
-    """Bad input reported as one line on stderr with exit status 2."""
 
 
 # ----------------------------------------------------------------- shared helpers
@@ -1370,6 +1369,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_flower_sim_arguments(fs)
     fs.set_defaults(func=cmd_flower_sim)
+
+    from fedeval.cli_monitor import add_monitor_arguments, cmd_monitor
+
+    mo = sub.add_parser(
+        "monitor",
+        help="evaluate a model every period under one budget (continual release, drift alarms)",
+        description="Release every period's evaluation through one continual mechanism whose "
+        "budget covers the whole horizon, test for drift after every period, and write a trend "
+        "page. Periods: a folder of per-period files, or one file with a --period column.",
+        formatter_class=fmt,
+    )
+    add_monitor_arguments(mo)
+    mo.set_defaults(func=cmd_monitor)
     return parser
 
 

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from fedeval.ecdf.federated import FederatedECDF
     from fedeval.evaluation import Evaluation
     from fedeval.metrics.hosmer_lemeshow import HosmerLemeshowResult
+    from fedeval.monitoring import Monitor
     from fedeval.multiclass_evaluation import MulticlassEvaluation
     from fedeval.planning import Plan
     from fedeval.slicing import SlicedEvaluation
@@ -470,6 +471,32 @@ class Context:
         )
         self._record("Hosmer–Lemeshow", privacy, before, out)
         return out
+
+    def monitor(self, privacy: PrivacyModel, **options: Any) -> Monitor:
+        """:func:`fedeval.monitor` charged to the context's budget: all its periods, now.
+
+        ``options`` are :class:`~fedeval.monitoring.Monitor`'s (``horizon`` and
+        ``examples_per_period`` among them; ``score_range`` defaults to the
+        context's data's). The periods' data are given to ``update``; the
+        charge covers every period of the horizon and is made here, before the
+        first period's noise.
+        """
+        from types import SimpleNamespace
+
+        from fedeval.monitoring import Monitor
+
+        self._forbid(options)
+        self._admit(privacy)
+        options.setdefault("score_range", tuple(self.data.score_range))
+        before = len(self._ledger.entries)
+        mon = Monitor(privacy, rng=self._gen, ledger=self._ledger, **options)
+        self._record(
+            f"monitor ({mon.horizon} periods)",
+            privacy,
+            before,
+            SimpleNamespace(receipt=mon.receipt()),
+        )
+        return mon
 
     def plan(self, privacy: PrivacyModel, **options: Any) -> ContextPlan:
         """Parameters, predicted errors, and the budget left after an evaluation under ``privacy``.

@@ -152,10 +152,28 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "calibration": cal_paths["html"],
         "comparison": cmp_paths["html"],
         "slices": slice_paths["html"],
+        "trend": _trend_report(out / "trend"),
     }
 
 
-@pytest.mark.parametrize("which", ["evaluation", "calibration", "comparison", "slices"])
+def _trend_report(out: Path) -> Path:
+    """A monitor of 16 periods whose model degrades after period 10, with its drift alarms."""
+    from fedeval.report.trend_report import write_trend_report
+
+    rng = np.random.default_rng(5)
+    mon = fe.monitor(fe.DistributedDP(1.0), horizon=16, examples_per_period=2000, rng=6)
+    tests = []
+    for t in range(1, 17):
+        y = rng.integers(0, 2, 2000)
+        a = 1.0 if t <= 10 else 0.5
+        s = 1 / (1 + np.exp(-(a * (2 * y - 1) + rng.normal(0, 1, 2000))))
+        mon.update(fe.Federation.from_arrays(s, y))
+        if t > 4:
+            tests.append(mon.drift(window=4))
+    return write_trend_report(mon, out, window=4, drift=tests, title="browser check")["html"]
+
+
+@pytest.mark.parametrize("which", ["evaluation", "calibration", "comparison", "slices", "trend"])
 def test_report_renders_without_errors_and_every_image_loads(
     reports: dict[str, Path], tmp_path: Path, which: str
 ) -> None:
