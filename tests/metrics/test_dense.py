@@ -25,6 +25,7 @@ from fedeval.metrics.dense import (
     boundary_counts,
     dense_ap_se,
     dense_auc_se,
+    effective_examples,
     wiener_levels,
 )
 from fedeval.postprocess.bootstrap import bootstrap_values
@@ -402,3 +403,28 @@ def test_split_variances_equal_the_direct_leaf_query_on_a_homogeneous_tree() -> 
             w[: span * b] -= 1.0 / b
             want = float(tree.leaf_query_variance(w[None, :], c)[0])
             assert got[lv - 1] == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=5.0), fe.CentralDP(epsilon=0.5)],
+    ids=["distdp", "ldp", "central"],
+)
+def test_the_warnings_raw_screen_bounds_the_se_and_the_effective_examples(privacy) -> None:
+    """Issue 28: the warning skips the SE when the raw tree's O(height) bound settles it;
+    the bound must then really be above the SE, and the floor below the effective examples."""
+    settled = 0
+    for n, seed in [(64, 0), (300, 1), (2_000, 2), (20_000, 3), (200_000, 4)]:
+        rng = np.random.default_rng(seed)
+        s = rng.beta(2, 2, n)
+        y = (rng.random(n) < s**2).astype(int)  # imbalanced: positives ~ 1/3
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ev = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed)
+        bound, floor = evaluation._raw_noise_screen(ev.tree, ev.tree.totals())
+        if not ev.defined:
+            continue
+        assert ev.roc_auc_se <= bound
+        assert np.all(floor <= effective_examples(ev.tree) * (1 + 1e-12))
+        settled += bound <= evaluation.AUC_ERROR_TOLERANCE
+    assert settled >= 1  # the screen does settle the largest release
