@@ -31,8 +31,6 @@ from fedeval.report.calibration_report import write_calibration_report
 from fedeval.report.compare_report import write_compare_report
 from fedeval.report.slice_report import write_slice_report
 
-pytestmark = pytest.mark.slow
-
 RECORDER = """<script>
 window.__errors = [];
 const __err = console.error.bind(console);
