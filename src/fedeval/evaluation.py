@@ -334,7 +334,8 @@ class Evaluation(ReceiptAccessors):
 
         From the dense curve's threshold standard errors
         (:func:`fedeval.metrics.dense.pointwise_band`); NaN when the release is
-        not :attr:`defined` or the curve is not the dense one. Zero width without noise.
+        not :attr:`defined`, the curve is not the dense one, or no threshold has a
+        defined precision (a noisy release can leave none). Zero width without noise.
         """
         grid = (
             np.linspace(0, 1, 101)
@@ -348,6 +349,8 @@ class Evaluation(ReceiptAccessors):
         order = np.argsort(recall, kind="stable")
         pts = self._point_se
         ok = np.isfinite(pts.precision_se) & np.isfinite(pts.precision)
+        if not ok.any():  # a noisy release can leave no threshold with a defined precision
+            return grid, nan, nan.copy()
         se_order = np.argsort(pts.recall[ok], kind="stable")
         lo, hi = pointwise_band(
             recall[order],
