@@ -93,7 +93,15 @@ class InProcessRun:
     out: Path
 
 
-RunInProcess = Callable[..., InProcessRun]
+class RunInProcess:
+    """Callable fixture value; ``last_log`` keeps the log of the last run, even a failed one."""
+
+    def __init__(self, run: Callable[..., InProcessRun]) -> None:
+        self._run = run
+        self.last_log: list[str] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> InProcessRun:
+        return self._run(self, *args, **kwargs)
 
 
 @pytest.fixture
@@ -112,6 +120,7 @@ def run_in_process(tmp_path: Path) -> RunInProcess:
     counter = iter(range(10**6))
 
     def run(
+        owner: RunInProcess,
         frames: Sequence[pd.DataFrame | None],
         server: Mapping[str, Any],
         client: Mapping[str, Any] | None = None,
@@ -142,6 +151,7 @@ def run_in_process(tmp_path: Path) -> RunInProcess:
             for lg, level in zip(loggers, levels, strict=True):
                 lg.removeHandler(lines)
                 lg.setLevel(level)
+            owner.last_log = lines.lines
         return InProcessRun(
             returned,
             json.loads((out / "flower_result.json").read_text()),
@@ -150,4 +160,4 @@ def run_in_process(tmp_path: Path) -> RunInProcess:
             out,
         )
 
-    return run
+    return RunInProcess(run)

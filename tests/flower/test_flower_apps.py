@@ -27,7 +27,9 @@ from fedeval.privacy.models import model_to_dict  # noqa: E402
 
 pytestmark = pytest.mark.flower
 
-BASE = {"max-examples-per-client": 50, "epsilon": 1.0}
+# A declared cohort: distributed DP adds or removes an example, so the number of
+# participating clients is not public (test_flower_public_counts.py).
+BASE = {"max-examples-per-client": 50, "epsilon": 1.0, "cohort-size": 20}
 
 
 # ------------------------------------------------------------------ server settings
@@ -55,7 +57,9 @@ def test_run_config_names_build_the_same_models() -> None:
     models = (fe.DistributedDP(2.0, unit="client", contribution_bound=3),)
     assert _settings(privacy=models).privacy == models
     with pytest.raises(ValueError, match="needs epsilon"):
-        ServerSettings.from_config({"privacy": "distdp", "max-examples-per-client": 5})
+        ServerSettings.from_config(
+            {"privacy": "distdp", "max-examples-per-client": 5, "cohort-size": 20}
+        )
     with pytest.raises(ValueError, match="sa, distdp or ldp"):
         _settings(privacy="central")
 
@@ -152,7 +156,8 @@ def _plan(model: object, **kw: object) -> EvaluationPlan:
 
 @pytest.mark.usefixtures("task_identity")
 def test_describe_sends_no_size_and_no_within_bound_bit(client_files: Path) -> None:
-    from fedeval.flower.client_app import DESCRIBE, INFO_KEY, make_client_app
+    from fedeval.flower.client_app import DESCRIBE, INFO_KEY, MASK_KEY, make_client_app
+    from fedeval.flower.masks import MASK_GENERATOR
 
     app = make_client_app({"data-path": str(client_files / "client_{partition-id}.csv")})
     infos = [
@@ -160,8 +165,10 @@ def test_describe_sends_no_size_and_no_within_bound_bit(client_files: Path) -> N
              .config_records[INFO_KEY])
         for pid in (0, 1)
     ]  # fmt: skip
-    # Under and over the bound, the reply is the client's label and nothing else.
-    assert [set(i) for i in infos] == [{"client"}, {"client"}]
+    # Under and over the bound, the reply is the client's label and its SecAgg+ mask
+    # generator (the same for every client), nothing else.
+    assert [set(i) for i in infos] == [{"client", MASK_KEY}, {"client", MASK_KEY}]
+    assert {i[MASK_KEY] for i in infos} == {MASK_GENERATOR}
     # Secure aggregation alone with no declared bound: the server asks for sizes.
     asked = _call(app, DESCRIBE, {"declare-size": True}, client_files, 1)
     assert asked.content.config_records[INFO_KEY]["n-examples"] == 12

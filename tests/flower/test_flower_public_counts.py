@@ -24,7 +24,7 @@ import pytest
 
 pytest.importorskip("flwr")
 
-import fedeval as fe  # noqa: E402
+import fedeval as fe
 
 pytestmark = pytest.mark.flower
 
@@ -99,8 +99,9 @@ def _public_view(run: Any) -> dict[str, Any]:
 )
 def test_64_and_65_clients_publish_the_same_facts(run_in_process: Any, model: object) -> None:
     server = _server(model, **{"cohort-size": COHORT})
-    small = _public_view(run_in_process(_frames(64), server))
-    large = _public_view(run_in_process(_frames(65), server))
+    clients = {"client-seed": 3}  # reproducible noise shares (tests only)
+    small = _public_view(run_in_process(_frames(64), server, clients))
+    large = _public_view(run_in_process(_frames(65), server, clients))
     for part in small:
         assert small[part] == large[part], part
 
@@ -142,7 +143,10 @@ def test_dp_whose_client_count_is_private_needs_a_declared_cohort() -> None:
     from fedeval.flower.server_app import ServerSettings
 
     base = {"max-examples-per-client": 2, "epsilon": 1.0}
-    for model in (fe.DistributedDP(1.0), fe.DistributedDP(1.0, unit="client", contribution_bound=2)):
+    for model in (
+        fe.DistributedDP(1.0),
+        fe.DistributedDP(1.0, unit="client", contribution_bound=2),
+    ):
         with pytest.raises(ValueError, match="cohort-size"):
             ServerSettings.from_config({**base, "privacy": [model]})
         settings = ServerSettings.from_config({**base, "privacy": [model], "cohort-size": 9})
@@ -155,3 +159,28 @@ def test_dp_whose_client_count_is_private_needs_a_declared_cohort() -> None:
         ServerSettings.from_config(
             {**base, "privacy": "distdp", "cohort-size": 9, "clients-per-evaluation": 5}
         )
+
+
+def test_a_declared_cohort_replaces_the_share_count_among_the_public_inputs() -> None:
+    from fedeval.flower.plan import SHARES_INPUT, EvaluationPlan, with_client_bound
+    from fedeval.privacy.models import model_to_dict
+
+    def plan(declared: bool) -> EvaluationPlan:
+        return EvaluationPlan(
+            privacy=model_to_dict(with_client_bound(fe.DistributedDP(1.0), 2)),
+            height=3,
+            branching=2,
+            score_range=(0.0, 1.0),
+            max_examples=2,
+            n_shares=9,
+            min_received=7,
+            cohort_declared=declared,
+        )
+
+    # The dispatch names the share count as public; with a declared cohort the plan says
+    # where it came from instead (fails if the dispatch's wording drifts from SHARES_INPUT).
+    assert SHARES_INPUT in plan(False).mechanism().guarantee.public
+    public = plan(True).mechanism().guarantee.public
+    assert SHARES_INPUT not in public
+    assert any(p.startswith("cohort-size = 9, declared public") for p in public)
+    assert "threshold 7" in public[-1]
