@@ -184,3 +184,18 @@ def test_a_declared_cohort_replaces_the_share_count_among_the_public_inputs() ->
     assert SHARES_INPUT not in public
     assert any(p.startswith("cohort-size = 9, declared public") for p in public)
     assert "threshold 7" in public[-1]
+
+
+def test_a_cohort_short_of_its_threshold_stops_without_stating_the_count(
+    run_in_process: Any,
+) -> None:
+    from fedeval.flower.replies import NotEnoughClientsError
+
+    # Cohort 7 (threshold 6 with one dropout); three of its clients have no file.
+    frames: list[pd.DataFrame | None] = [*_frames(4), None, None, None]
+    model = fe.DistributedDP(1.0, unit="client", contribution_bound=2)
+    server = _server(model, **{"cohort-size": 7, "num-shares": 0})
+    with pytest.raises(NotEnoughClientsError, match="threshold 6 planned from 7") as err:
+        run_in_process(frames, server)
+    assert "max-dropouts" in str(err.value) and "4" not in str(err.value)
+    assert not any("SecAgg" in line and "commencing" in line for line in run_in_process.last_log)

@@ -7,33 +7,44 @@ all on the same clients:
    distributed DP without SecAgg+ unless ``allow-plaintext-shares`` (its receipt
    then states the ε of one noise share seen alone; Skellam shares are always
    refused in plaintext), a DP setting without ``max-examples-per-client``,
-   secure aggregation together with DP settings unless ``allow-sa-with-dp``, and
-   settings whose ε add up to more than ``total-epsilon``.
-1. **Select** the connected nodes (all, or ``clients-per-evaluation`` of them at
-   random) and ask each to load its data (``query.describe``); a client replies
-   with its label and nothing about its size. Clients that fail (missing file,
-   wrong columns) are named with the reason in the server log (logger
-   ``fedeval.flower``), counted in the result, and the run continues if at least
-   ``min-clients`` remain; it stops with
+   secure aggregation together with DP settings unless ``allow-sa-with-dp``,
+   settings whose ε add up to more than ``total-epsilon``, and a DP setting under
+   which the number of participating clients is not public (client-level
+   add/remove, or example-level add/remove, where one added example can be one
+   added client) without a declared ``cohort-size``.
+1. **Select** the connected nodes (``cohort-size`` or ``clients-per-evaluation``
+   of them at random, else all) and ask each to load its data
+   (``query.describe``); a client replies with its label and its SecAgg+ mask
+   generator, nothing about its size. Clients that fail (missing file, wrong
+   columns, another mask generator) are named with the reason in the server log
+   (logger ``fedeval.flower``), counted in the result where the count is public,
+   and the run continues if at least ``min-clients`` remain; it stops with
    :class:`~fedeval.flower.replies.NotEnoughClientsError` otherwise.
-2. **Plan** every setting: hierarchy height and branching, the privacy model
-   (distributed DP carries ``max-examples-per-client`` as its contribution
-   bound), the number of shares and the reconstruction threshold
-   (:class:`EvaluationPlan`). Every client keeps at most the bound of its
-   examples, chosen uniformly at random on the device.
+2. **Plan** every setting from a public number of clients, never from the
+   replies where their number is private
+   (:func:`~fedeval.flower.run_privacy.run_counts`): the declared
+   ``cohort-size``, or the usable clients where their number is public. From it:
+   hierarchy height and branching, the number of shares and the reconstruction
+   threshold, the SecAgg+ clipping range and modulus (:class:`EvaluationPlan`);
+   the privacy model (distributed DP carries ``max-examples-per-client`` as its
+   contribution bound). Every client keeps at most the bound of its examples,
+   chosen uniformly at random on the device.
 3. **Charge** every setting to the run's one ledger, atomically, before any
    round (:func:`~fedeval.flower.run_privacy.charge_run`).
 4. **Collect** the integer replies: SA and DistDP through SecAgg+ in its
    integer-exact configuration (odd ``num_shares``, ``num_examples = max_weight
    = 1``, ``quantization_range = 2 * clipping_range``, clipping range from
-   :func:`~fedeval.flower.secagg.choose_clipping_range`); LDP in plaintext,
-   every reply checked against the range of an honest encoding and rejected
-   otherwise.
+   :func:`~fedeval.flower.secagg.choose_clipping_range`), with fedeval's mask
+   generator in place of flwr 1.41's 32-bit-seeded one (:mod:`fedeval.flower.masks`);
+   LDP in plaintext, every reply checked against the range of an honest
+   encoding and rejected otherwise.
 5. **Decode** with fedeval's server code and write the same report as
    ``fedeval evaluate`` (:func:`fedeval.report.write_report`), plus
-   ``flower_result.json`` with the facts of the run (the numbers of clients
-   selected, used, failed and rejected: no client names and no sizes; SecAgg+
-   settings; bytes sent per client; wall time) and the run's privacy account
+   ``flower_result.json`` with the facts of the run (the numbers of nodes and of
+   clients selected, used, failed and rejected, and the bytes sent per client,
+   where the number of clients is public, else ``None`` and why; the declared
+   cohort size; no client names and no sizes; SecAgg+ settings; what the secure
+   sum is and assumes; wall time) and the run's privacy account
    (``privacy_ledger``: every DP setting, their composed total, and, when the
    run also released exact sums, that the DP receipts do not protect against them).
 
@@ -48,9 +59,12 @@ size the clients declare), ``max-dropouts``, ``min-clients``,
 vectors, for benchmarks), ``allow-plaintext-shares`` (run DistDP without SecAgg+
 anyway), ``allow-sa-with-dp`` (run SA and DP settings on the same clients
 anyway), ``total-epsilon``, ``total-delta`` (the run's budget; default: none,
-the ledger records what is spent), ``num-clients`` (nodes to wait for),
-``clients-per-evaluation`` (0: all), ``seed``, ``thresholds``, ``out-dir``,
-``timeout``.
+the ledger records what is spent), ``cohort-size`` (the number of clients the
+server selects, declared public: planned from and published as given;
+required by DP settings under which the number of clients is not public),
+``num-clients`` (nodes to wait for; default: the cohort size),
+``clients-per-evaluation`` (0: all; with a cohort, 0 or equal to it), ``seed``,
+``thresholds``, ``out-dir``, ``timeout``.
 """
 
 from __future__ import annotations
@@ -81,6 +95,7 @@ from fedeval.flower.decode import (
 from fedeval.flower.masks import FlwrMaskFacts, probe_flwr_masks, secure_sum_statement
 from fedeval.flower.plan import EvaluationPlan, with_client_bound
 from fedeval.flower.replies import (
+    NotEnoughClientsError,
     ReplyOutOfRangeError,
     ReplyRange,
     check_enough_clients,
@@ -557,6 +572,14 @@ def _sum_round(
     rejected: dict[str, str] = {}
     counts_public = settings.counts.public
     statement: dict[str, Any] = {}
+    if settings.secagg and len(selection.usable) < params.reconstruction_threshold:
+        # SecAgg+ would stop anyway; say why before any key is exchanged.
+        raise NotEnoughClientsError(
+            f"'{plan.setting}': fewer usable clients than the SecAgg+ reconstruction threshold "
+            f"{params.reconstruction_threshold} planned from {plan.n_shares} clients with "
+            f"max-dropouts = {settings.max_dropouts}: no sum can be released (clients that "
+            "fail to load their data count against max-dropouts; see the server log)"
+        )
     if settings.secagg:
         statement = secure_sum_statement(
             threshold=params.reconstruction_threshold,
