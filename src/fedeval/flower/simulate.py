@@ -189,6 +189,7 @@ def simulate(
     rng: RNGLike = None,
     client_seed: int | None = None,
     max_examples_per_client: int | None = None,
+    cohort_size: int | None = None,
     **server_options: Any,
 ) -> dict[str, Any]:
     """Evaluate ``fed`` on ``n_clients`` simulated Flower clients.
@@ -215,6 +216,14 @@ def simulate(
         The public bound on one client's examples (every client keeps at most
         that many, at random). Required under DP; secure aggregation alone
         takes the largest size the clients declare when it is not given.
+    cohort_size : int, optional
+        The number of clients the server selects, declared public: the height,
+        the SecAgg+ parameters and the noise shares are planned from it and it
+        is published as given, while the numbers of clients that took part are
+        published only where the privacy model makes them public. Default:
+        ``n_clients``, the simulated cohort, which the caller chose (it is a
+        setting, not a fact of the data); 0 declares none (then a DP setting
+        under which the number of clients is not public is refused).
     **server_options
         ServerApp settings with underscores for dashes (``epsilon=1.0``,
         ``height=6``, ``max_dropouts=1``, ``secagg=False``,
@@ -251,6 +260,7 @@ def simulate(
         "score-min": lo,
         "score-max": hi,
         "max-examples-per-client": int(max_examples_per_client or 0),
+        "cohort-size": int(n_clients if cohort_size is None else cohort_size),
         "out-dir": str(out_dir),
         "seed": uniform_seed(gen),
     }
