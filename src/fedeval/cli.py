@@ -772,7 +772,11 @@ def add_flower_sim_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``fedeval flower-sim`` (defined here so that --help imports nothing)."""
     parser.add_argument("file", help="CSV/Parquet file of scores and labels")
     parser.add_argument(
-        "--clients", type=int, required=True, help="number of simulated Flower clients (>= 3)"
+        "--clients",
+        type=int,
+        required=True,
+        help="number of simulated Flower clients (>= 3), declared public as the cohort size "
+        "(the file's rows, or its clients, are split over them)",
     )
     parser.add_argument("--score", default="score", help="score column")
     parser.add_argument("--label", default="label", help="label column (0/1)")

@@ -201,3 +201,28 @@ def test_plaintext_reports_carry_only_the_public_report_count(
     assert vec.shape == (plan.vector_length,)
     if count is None and model == fe.SecureAggregation():
         assert vec.sum() == 5  # the client kept exactly the bound
+
+
+# ------------------------------------------------------------------ flower-sim output
+def test_flower_sim_describes_the_file_and_the_simulated_cohort_apart() -> None:
+    """Issue 29: `fedeval flower-sim` printed "20,000 clients", then "simulation with 5
+    clients": the file's one-example clients are not the Flower clients."""
+    import argparse
+
+    from fedeval.cli import public_facts
+    from fedeval.flower.simulate import _counts_text, _input_line
+
+    rng = np.random.default_rng(0)
+    fed = fe.Federation.from_arrays(rng.random(20_000), rng.integers(0, 2, 20_000))
+    args = argparse.Namespace(clients=5, client=None)
+    sa = _input_line(public_facts(fed, [fe.SecureAggregation()]), args)
+    assert "20,000 examples" in sa and "20,000 clients" not in sa
+    assert "its rows split over 5 simulated clients (the cohort size, declared public)" in sa
+    dp = _input_line(public_facts(fed, [fe.DistributedDP(1.0)]), args)
+    assert "number of examples not public" in dp and "20,000" not in dp
+    withheld = {"n_selected": None, "n_used": None, "n_failed": None, "n_rejected": None}
+    line = _counts_text({"facts": withheld, "wall_seconds": 1.0, "bytes_sent_per_client": None})
+    assert "not public" in line and "None" not in line
+    public = {"n_selected": 5, "n_used": 4, "n_failed": 1, "n_rejected": 0}
+    line = _counts_text({"facts": public, "wall_seconds": 1.0, "bytes_sent_per_client": 10.0})
+    assert "clients used 4/5" in line and "10 B/client" in line

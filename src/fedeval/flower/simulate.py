@@ -335,20 +335,12 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, default=float))
         return 0
-    from fedeval.cli import describe_facts, public_facts
+    from fedeval.cli import public_facts
 
     models = [_model_of(p, args) for p in args.privacy]
-    print(
-        f"{describe_facts(public_facts(fed, models))}\nFlower simulation with {args.clients} clients"
-    )
+    print(_input_line(public_facts(fed, models), args))
     for name, ev in result["evaluations"].items():
-        facts = ev["facts"]
-        print(
-            f"{name:>16}: ROC AUC {ev['roc_auc']:.4f}  clients used {facts['n_used']}/"
-            f"{facts['n_selected']}  failed {facts['n_failed']}  rejected "
-            f"{facts['n_rejected']}  {ev['wall_seconds']:.2f}s  "
-            f"{ev['bytes_sent_per_client']:.0f} B/client"
-        )
+        print(f"{name:>16}: ROC AUC {ev['roc_auc']:.4f}  {_counts_text(ev)}")
         print(f"{'':>18}{ev['guarantee']}")
         if "note" in ev:
             print(f"{'':>18}note: {ev['note']}")
@@ -364,6 +356,36 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
     print("(failed or rejected clients are named in the server log, not in the result)")
     print(f"\nreport: {Path(args.out) / 'report.html'}")
     return 0
+
+
+def _input_line(facts: Mapping[str, Any], args: argparse.Namespace) -> str:
+    """What ``flower-sim`` ran on: the file (public facts only) and the simulated cohort.
+
+    The file's own clients (one per row without ``--client``) are not the Flower
+    clients: its rows, or its clients, are split over ``--clients`` simulated
+    clients, the cohort the command declares public.
+    """
+    lo, hi = facts["score_range"]
+    m = facts["n_examples"]
+    examples = f"{m:,} examples" if m is not None else "number of examples not public"
+    parts = "its rows" if args.client is None else f"its clients (column {args.client!r})"
+    return (
+        f"input: {facts['kind']} task, {examples}, score domain [{lo:g}, {hi:g}]\n"
+        f"Flower simulation: {parts} split over {args.clients} simulated clients "
+        "(the cohort size, declared public)"
+    )
+
+
+def _counts_text(ev: Mapping[str, Any]) -> str:
+    """One evaluation's client counts, timing and bytes, where the counts are public."""
+    facts = ev["facts"]
+    timing = f"{ev['wall_seconds']:.2f}s"
+    if facts["n_used"] is None:
+        return f"clients used, failed and rejected: not public under this model  {timing}"
+    return (
+        f"clients used {facts['n_used']}/{facts['n_selected']}  failed {facts['n_failed']}  "
+        f"rejected {facts['n_rejected']}  {timing}  {ev['bytes_sent_per_client']:.0f} B/client"
+    )
 
 
 _RAW_KEYS = ("released_sum", "released_levels")
