@@ -25,7 +25,8 @@ ECE bins (equal width), the methods are
 Every federated calibrator is one private release; the repetitions vary the
 noise (``--reps``, default 5; ``--quick`` 2). Every calibrator carries the
 receipt of its release; the CSV records the ε it charged (``epsilon_spent``,
-0 without DP). Writes ``benchmarks/out/calibration/fig5_ece_vs_bins.csv``
+0 without DP) and whether do-no-harm kept the map (``applied``; a declined
+map is the identity, the uncalibrated score, and has no bins). Writes ``benchmarks/out/calibration/fig5_ece_vs_bins.csv``
 (every run; ``--out`` for another folder), ``fig5_summary.csv`` (mean and
 standard deviation) and ``fig5_ece_vs_bins.png``.
 
@@ -48,8 +49,9 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.isotonic import IsotonicRegression
 
-from fedeval.calibration.bbq import bbq
-from fedeval.calibration.binning import histogram_binning
+from fedeval.calibration import Calibrator, IdentityCalibrator
+from fedeval.calibration.bbq import BBQCalibrator, bbq
+from fedeval.calibration.binning import HistogramBinningCalibrator, histogram_binning
 from fedeval.data import Federation
 from fedeval.metrics.calibration_error import expected_calibration_error
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
@@ -85,6 +87,21 @@ def make_data(
     rest = y[n_train:].astype(np.int64)
     half = s.size // 2
     return s[:half], rest[:half], s[half:], rest[half:]
+
+
+def _applied(cal: Calibrator) -> bool:
+    """False when do-no-harm returned the identity instead of the learned map."""
+    return not isinstance(cal, IdentityCalibrator)
+
+
+def _bins(cal: Calibrator) -> int | str:
+    return cal.n_bins if isinstance(cal, HistogramBinningCalibrator) else ""
+
+
+def _bbq_top_bins(cal: Calibrator) -> int | str:
+    if not isinstance(cal, BBQCalibrator):
+        return ""
+    return cal.n_bins[int(np.argmax(cal.weights))]
 
 
 def main() -> None:
@@ -133,16 +150,16 @@ def main() -> None:
                             "n_bins": k,
                             "rep": rep,
                             "ece": e,
+                            # "" when do-no-harm declined the map (an IdentityCalibrator).
                             "calibrator_bins": (
-                                cal.n_bins
+                                _bins(cal)
                                 if method == "binning"
-                                else default.n_bins
+                                else _bins(default)
                                 if method == "binning-default"
                                 else ""
                             ),
-                            "bbq_top_bins": (
-                                bq.n_bins[int(np.argmax(bq.weights))] if method == "bbq" else ""
-                            ),
+                            "bbq_top_bins": _bbq_top_bins(bq) if method == "bbq" else "",
+                            "applied": "" if charged is None else _applied(charged),
                             # ε charged by the calibrator's one release (its receipt)
                             "epsilon_spent": "" if charged is None else charged.epsilon_spent,
                         }

@@ -22,12 +22,31 @@ Cases and targets (printed with PASS/FAIL, not asserted):
   and counts every batch;
 * (d) local DP ε = 5 at 30M (one example per client): time ≤ 5× the bincount pass;
 * (e) the hierarchy release at height 22 (10M examples, SA and DistDP): time ≤ 3×
-  the bincount pass over its 2·2^22 (class, leaf) indices.
+  the bincount pass over its 2·2^22 (class, leaf) indices;
+* (f) ``fe.scan`` of 30M Parquet rows with a client column (3M client ids, each
+  client's rows spread over the 3 files), ``evaluate`` under example-level
+  ``DistributedDP(1)``: time ≤ 2× and peak RSS ≤ 600 MB; and under
+  ``DistributedDP(1, unit="client", contribution_bound=B)`` (``--bound``, default 5,
+  binding for most clients): time ≤ 3×, both against a pyarrow batch scan of the three
+  columns that bins and counts every batch (the scan of score and label alone is
+  printed too). The steps run interleaved, ≥ 3 rounds, best time of each; the peak
+  RSS of each is taken in a fresh process (imports included);
+* (g) the faithful path (every client's encoder and its own Pólya share, in blocks of
+  clients) of ``evaluate`` under ``DistributedDP(1)``, one example per client: 1M
+  clients at heights 4 and 7, and 10K clients at the planner's height (9): ≥ 1M
+  clients per minute, printed as a ratio to drawing every client's share alone (the
+  floor the sampler sets: the draws grow with clients × vector length) and to the
+  fast path;
+* (h) ``fe.scan`` of a Dask DataFrame of 30M rows (30 partitions) on a local cluster:
+  1 worker × 1 thread ≤ 1.3× the in-process scan, 2 workers × 1 thread ≤ 0.7× the
+  1-worker time (on 2 otherwise idle cores); 1 worker × 2 threads and a one-pass
+  Dask floor (a bincount per partition) are printed too. Needs ``fedeval[dask]``.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_scale.py`` (all cases) or
 ``--cases a,e --scale 0.1`` (sizes × 0.1, for a quick look). ``--dir`` is where
 the Parquet files are written (default: a temporary directory under /tmp); the
-200M-row dataset needs about 2 GB of free disk.
+200M-row dataset needs about 2 GB of free disk, case (f) 0.4 GB. Every case prints
+the load average (``uptime``) after it: figures taken on a loaded machine are noisy.
 """
 
 from __future__ import annotations
@@ -43,13 +62,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-TARGETS = {"a": 5.0, "b": 2.0, "c": 2.0, "d": 5.0, "e": 3.0}
+TARGETS = {"a": 5.0, "b": 2.0, "c": 2.0, "d": 5.0, "e": 3.0, "f": 2.0}
 RSS_TARGET_C_MB = 1536.0
+RSS_TARGET_F_MB = 600.0
+TARGET_F_BOUND = 3.0
+TARGETS["g"] = float("inf")  # the faithful path is held to clients per minute
+CLIENTS_PER_MINUTE_G = 1e6
+TARGET_H_ONE = 1.3
+TARGET_H_TWO = 0.7
 SEED = 0
 
 
@@ -78,6 +104,34 @@ def measure(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best, _peak_mb()
+
+
+def interleaved(steps: dict[str, Callable[[], Any]], rounds: int) -> dict[str, Any]:
+    """Every step once per round, in turn, so that all see the same machine load.
+
+    Returns, per step ``k``: ``k_s`` (best time), ``k_all_s`` (every round's time)
+    and ``k_rss_mb`` (the highest peak).
+    """
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    peak = dict.fromkeys(steps, 0.0)
+    for _ in range(rounds):
+        for k, fn in steps.items():
+            t, rss = measure(fn, 1)
+            times[k].append(t)
+            peak[k] = max(peak[k], rss)
+    out: dict[str, Any] = {}
+    for k in steps:
+        out[f"{k}_s"], out[f"{k}_all_s"], out[f"{k}_rss_mb"] = min(times[k]), times[k], peak[k]
+    return out
+
+
+def spread(row: dict[str, Any], case: str, base: str) -> str:
+    """``min–max`` over the rounds of ``case / base`` (same round), when both were interleaved."""
+    a, b = row.get(f"{case}_all_s"), row.get(f"{base}_all_s")
+    if not a or not b or len(a) != len(b):
+        return ""
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return f" [rounds: {min(ratios):.2f}–{max(ratios):.2f}×, {len(ratios)} rounds]"
 
 
 # --------------------------------------------------------------------- data
@@ -120,7 +174,17 @@ def all_metrics(ev: Any) -> None:
     ev.at_threshold(np.linspace(0.05, 0.95, 10))
 
 
-def write_parquet(path: Path, n: int, *, files: int = 1, row_group: int = 1 << 20) -> None:
+def write_parquet(
+    path: Path,
+    n: int,
+    *,
+    files: int = 1,
+    row_group: int = 1 << 20,
+    n_clients: int | None = None,
+) -> None:
+    """``n`` rows of (score, label) in ``files`` Parquet files, plus a ``client`` column
+    (int64 ids uniform on 0..n_clients-1, so every client's rows are spread over the
+    files) when ``n_clients`` is given."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -128,20 +192,39 @@ def write_parquet(path: Path, n: int, *, files: int = 1, row_group: int = 1 << 2
     per_file = -(-n // files)
     chunk = 10_000_000
     written = 0
+    fields = [("score", pa.float64()), ("label", pa.int8())]
+    if n_clients is not None:
+        fields.append(("client", pa.int64()))
     for f in range(files):
         rows = min(per_file, n - written)
         with pq.ParquetWriter(
-            path / f"part-{f:04d}.parquet",
-            pa.schema([("score", pa.float64()), ("label", pa.int8())]),
-            compression="snappy",
+            path / f"part-{f:04d}.parquet", pa.schema(fields), compression="snappy"
         ) as w:
             done = 0
             while done < rows:
                 m = min(chunk, rows - done)
                 s, y = make_arrays(m, seed=written + done)
-                w.write_table(pa.table({"score": s, "label": y}), row_group_size=row_group)
+                columns: dict[str, Any] = {"score": s, "label": y}
+                if n_clients is not None:
+                    ids = np.random.default_rng(SEED + 7 + written + done).integers(0, n_clients, m)
+                    columns["client"] = ids
+                w.write_table(pa.table(columns), row_group_size=row_group)
                 done += m
         written += rows
+
+
+def pyarrow_floor(path: Path, columns: list[str], height: int) -> Callable[[], None]:
+    """A pyarrow batch scan of ``columns`` that bins and counts (score, label) of every batch."""
+    import pyarrow.dataset as pads
+
+    def scan() -> None:
+        counts = np.zeros(2 << height, dtype=np.int64)
+        for rb in pads.dataset(path).to_batches(columns=columns):
+            s = rb.column(columns.index("score")).to_numpy()
+            y = rb.column(columns.index("label")).to_numpy()
+            counts += np.bincount(leaf_keys(s, y, height), minlength=2 << height)
+
+    return scan
 
 
 # -------------------------------------------------------------------- cases
@@ -244,8 +327,6 @@ def case_b(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
 
 
 def case_c(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
-    import pyarrow.dataset as pads
-
     import fedeval as fe
 
     path = workdir / "c"
@@ -263,14 +344,7 @@ def case_c(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
         t, rss = measure(run, repeats)
         h = heights[-1]
 
-        def pyarrow_scan() -> None:
-            counts = np.zeros(2 << h, dtype=np.int64)
-            for rb in pads.dataset(path).to_batches(columns=["score", "label"]):
-                s = rb.column(0).to_numpy()
-                y = rb.column(1).to_numpy()
-                counts += np.bincount(leaf_keys(s, y, h), minlength=2 << h)
-
-        t_scan, rss_scan = measure(pyarrow_scan, repeats)
+        t_scan, rss_scan = measure(pyarrow_floor(path, ["score", "label"], h), repeats)
     finally:
         shutil.rmtree(path)
     return {
@@ -321,7 +395,167 @@ def case_e(n: int, repeats: int) -> dict[str, Any]:
     }
 
 
-def run_case(name: str, scale: float, repeats: int, workdir: Path) -> list[dict[str, Any]]:
+def case_f(n: int, repeats: int, workdir: Path, bound: int) -> dict[str, Any]:
+    """``fe.scan`` with a client column (n/10 clients, ids spread over every file)."""
+    import fedeval as fe
+
+    path = workdir / "f"
+    t0 = time.perf_counter()
+    write_parquet(path, n, files=max(1, n // 10_000_000), n_clients=max(1, n // 10))
+    t_write = time.perf_counter() - t0
+    heights: list[int] = []
+
+    def example_level() -> None:
+        src = fe.scan(path, client="client", progress=False)
+        ev = fe.evaluate(src, fe.DistributedDP(1.0), rng=0)
+        all_metrics(ev)
+        heights.append(int(ev.parameters["height"]))
+
+    def client_level() -> None:
+        src = fe.scan(path, client="client", progress=False)
+        privacy = fe.DistributedDP(1.0, unit="client", contribution_bound=bound)
+        all_metrics(fe.evaluate(src, privacy, rng=0))
+
+    try:
+        example_level()  # warm: imports, and the height of the floor's bincount
+        h = heights[-1]
+        steps = {
+            "case": example_level,
+            "client_bound": client_level,
+            "pyarrow_scan": pyarrow_floor(path, ["score", "label", "client"], h),
+            "pyarrow_scan_no_client": pyarrow_floor(path, ["score", "label"], h),
+        }
+        out: dict[str, Any] = {"height": h, "bound": bound, "write_s": t_write}
+        out.update(interleaved(steps, max(repeats, 3)))
+        # Peaks in one process include what earlier steps left in the allocators
+        # (writing the data, pyarrow's read-ahead): each is taken again in a fresh one.
+        for key in ("case", "client_bound", "pyarrow_scan"):
+            out[f"{key}_rss_mb"] = fresh_peak_mb(key, path, h, bound)
+    finally:
+        shutil.rmtree(path)
+    return out
+
+
+def fresh_peak_mb(step: str, path: Path, height: int, bound: int) -> float:
+    """Peak RSS (MB) of one case-(f) step run alone in a fresh process, imports included."""
+    cmd = [sys.executable, __file__, "--rss-of", step, "--dir", str(path)]
+    cmd += ["--height", str(height), "--bound", str(bound)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def run_step_for_peak(step: str, path: Path, height: int, bound: int) -> float:
+    import fedeval as fe
+
+    if step == "pyarrow_scan":
+        pyarrow_floor(path, ["score", "label", "client"], height)()
+    else:
+        privacy = (
+            fe.DistributedDP(1.0)
+            if step == "case"
+            else fe.DistributedDP(1.0, unit="client", contribution_bound=bound)
+        )
+        all_metrics(fe.evaluate(fe.scan(path, client="client", progress=False), privacy, rng=0))
+    return _peak_mb()
+
+
+def case_g(n_clients: int, height: int | None, repeats: int) -> dict[str, Any]:
+    """The faithful path (every client's encoder and Pólya share), one example per client.
+
+    Floors in the same process: the fast path, and drawing every client's share
+    alone (in blocks of 2^21 cells, as the faithful path does), the work the
+    faithful path cannot avoid with the sampler it is given.
+    """
+    import fedeval as fe
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+
+    scores, labels = make_arrays(n_clients)
+    fed = fe.Federation.from_arrays(scores, labels)
+    h = height or int(fe.evaluate(fed, fe.DistributedDP(1.0), rng=0).parameters["height"])
+    sketch = HierarchySketch(HierarchySpec(h))
+    noise = mechanism_for(fe.DistributedDP(1.0), sketch, n_clients=n_clients).noise
+    assert noise is not None
+    size = sketch.noise_size
+    per_block = max(1, (1 << 21) // size)
+
+    def shares_only() -> None:
+        gen = np.random.default_rng(0)
+        for lo in range(0, n_clients, per_block):
+            noise.share(min(per_block, n_clients - lo) * size, gen)
+
+    def run(path: str) -> Callable[[], None]:
+        return lambda: all_metrics(
+            fe.evaluate(fed, fe.DistributedDP(1.0), path=path, rng=0, height=h)
+        )
+
+    steps = {"case": run("faithful"), "shares_only": shares_only, "fast_path": run("fast")}
+    out: dict[str, Any] = {"height": h, "noise_size": size, "n_clients": n_clients}
+    out.update(interleaved(steps, max(repeats, 3)))
+    out["clients_per_minute"] = [n_clients / t * 60.0 for t in out["case_all_s"]]
+    return out
+
+
+def case_h(n: int, repeats: int, workdir: Path) -> dict[str, Any]:
+    """``fe.scan`` of a Dask DataFrame (one partition per 1M-row row group) on a local
+    cluster of 1 worker × 1 thread, 1 × 2 and 2 × 1, against the in-process scan of the
+    same files and a one-pass Dask floor (a bincount per partition, summed)."""
+    import dask
+    import dask.dataframe as dd
+    import distributed
+
+    import fedeval as fe
+
+    path = workdir / "h"
+    write_parquet(path, n, files=max(1, n // 10_000_000))
+    heights: list[int] = []
+
+    def evaluate(source: Any) -> None:
+        ev = fe.evaluate(fe.scan(source, progress=False), fe.DistributedDP(1.0), rng=0)
+        all_metrics(ev)
+        heights.append(int(ev.parameters["height"]))
+
+    out: dict[str, Any] = {}
+    try:
+        evaluate(path)  # warm, and the height
+        out.update(interleaved({"case": partial(evaluate, path)}, max(repeats, 3)))
+        h = heights[-1]
+
+        def dask_floor(ddf: Any) -> None:
+            def count(df: Any) -> Any:
+                s = df["score"].to_numpy()
+                y = df["label"].to_numpy()
+                return np.bincount(leaf_keys(s, y, h), minlength=2 << h)
+
+            parts = [dask.delayed(count)(p) for p in ddf[["score", "label"]].to_delayed()]
+            dask.compute(dask.delayed(sum)(parts))
+
+        for workers, threads in ((1, 1), (1, 2), (2, 1)):
+            cluster = distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=threads,
+                processes=True,
+                dashboard_address=None,
+            )
+            try:
+                with distributed.Client(cluster):
+                    ddf = dd.read_parquet(str(path), split_row_groups=True)
+                    evaluate(ddf)  # warm the workers
+                    key = f"dask_{workers}x{threads}"
+                    steps = {key: partial(evaluate, ddf), f"{key}_floor": partial(dask_floor, ddf)}
+                    out.update(interleaved(steps, max(repeats, 3)))
+                    out["partitions"] = int(ddf.npartitions)
+            finally:
+                cluster.close()
+    finally:
+        shutil.rmtree(path)
+    out["height"] = heights[-1]
+    return out
+
+
+def run_case(
+    name: str, scale: float, repeats: int, workdir: Path, bound: int = 5
+) -> list[dict[str, Any]]:
     m = 1_000_000
     if name == "a":
         return [
@@ -339,25 +573,94 @@ def run_case(name: str, scale: float, repeats: int, workdir: Path) -> list[dict[
         return [{"case": f"d n={int(30 * m * scale)}", **case_d(int(30 * m * scale), repeats)}]
     if name == "e":
         return [{"case": f"e n={int(10 * m * scale)}", **case_e(int(10 * m * scale), repeats)}]
+    if name == "f":
+        n = int(30 * m * scale)
+        return [{"case": f"f n={n}", **case_f(n, repeats, workdir, bound)}]
+    if name == "g":
+        rows = []
+        for clients, height in (
+            (int(m * scale), 4),
+            (int(m * scale), 7),
+            (int(10_000 * scale), None),
+        ):
+            rows.append({"case": f"g n_clients={clients}", **case_g(clients, height, repeats)})
+        return rows
+    if name == "h":
+        n = int(30 * m * scale)
+        return [{"case": f"h n={n}", **case_h(n, repeats, workdir)}]
     raise ValueError(f"unknown case {name!r}")
 
 
+def report_dask(row: dict[str, Any]) -> str:
+    """Best times; ranges are over the rounds (the configurations do not run interleaved)."""
+    one, two = row["dask_1x1_s"], row["dask_2x1_s"]
+    r1 = one / row["case_s"]
+    r2 = two / one
+
+    def rng(key: str) -> str:
+        t = row[f"{key}_all_s"]
+        return f" ({min(t):.3f}–{max(t):.3f} s over {len(t)} rounds)"
+
+    lines = [
+        f"({row['case']}) in-process scan {row['case_s']:.3f} s{rng('case')}, peak RSS "
+        f"{row['case_rss_mb']:.0f} MB; {row['partitions']} partitions, h={row['height']}",
+        f"      1 worker × 1 thread: {one:.3f} s{rng('dask_1x1')} → {r1:.2f}× the in-process scan "
+        f"(target ≤ {TARGET_H_ONE:g}×) {'PASS' if r1 <= TARGET_H_ONE else 'FAIL'}; "
+        f"{one / row['dask_1x1_floor_s']:.2f}× its one-pass Dask floor",
+        f"      1 worker × 2 threads: {row['dask_1x2_s']:.3f} s{rng('dask_1x2')} → "
+        f"{row['dask_1x2_s'] / row['case_s']:.2f}× the in-process scan; "
+        f"{row['dask_1x2_s'] / row['dask_1x2_floor_s']:.2f}× its floor",
+        f"      2 workers × 1 thread: {two:.3f} s{rng('dask_2x1')} → {r2:.2f}× the 1-worker time "
+        f"(target ≤ {TARGET_H_TWO:g}× on 2 idle cores) {'PASS' if r2 <= TARGET_H_TWO else 'FAIL'}; "
+        f"{two / row['dask_2x1_floor_s']:.2f}× its floor",
+    ]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------- driver
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (``uptime``), to read a figure by."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def report(row: dict[str, Any]) -> str:
     name = row["case"][0]
     if name in "ade":
         base, what = row["bincount_s"], "bincount"
     elif name == "b":
         base, what = row["read_table_s"], "read_table(2 cols)"
+    elif name == "f":
+        base, what = row["pyarrow_scan_s"], "pyarrow scan(score, label, client)+bincount"
+    elif name == "g":
+        base, what = row["shares_only_s"], "every client's share drawn alone"
+    elif name == "h":
+        base, what = row["case_s"], "in-process scan"
     else:
         base, what = row["pyarrow_scan_s"], "pyarrow scan+bincount"
+    if name == "h":
+        return report_dask(row)
     ratio = row["case_s"] / base
     ok = "PASS" if ratio <= TARGETS[name] else "FAIL"
     lines = [
         f"({row['case']}) {row['case_s']:.3f} s, peak RSS {row['case_rss_mb']:.0f} MB | "
         f"{what} {base:.3f} s → {ratio:.2f}× (target ≤ {TARGETS[name]:g}×) {ok}"
     ]
-    extra = {k: v for k, v in row.items() if k not in {"case", "case_s", "case_rss_mb"}}
+    lines[0] += spread(row, "case", "pyarrow_scan" if name == "f" else "shares_only")
+    if name == "g":
+        per_min = row["clients_per_minute"]
+        ok_g = "PASS" if max(per_min) >= CLIENTS_PER_MINUTE_G else "FAIL"
+        lines[0] += (
+            f"\n      h={row['height']} ({row['noise_size']} noise variables per client): "
+            f"{min(per_min):,.0f}–{max(per_min):,.0f} clients per minute "
+            f"(target ≥ {CLIENTS_PER_MINUTE_G:,.0f}) {ok_g}; "
+            f"{row['case_s'] / row['fast_path_s']:.1f}× the fast path"
+            f"{spread(row, 'case', 'fast_path')}"
+        )
+    extra = {
+        k: v
+        for k, v in row.items()
+        if k not in {"case", "case_s", "case_rss_mb"} and not isinstance(v, list)
+    }
     lines.append(
         "      "
         + ", ".join(
@@ -369,27 +672,46 @@ def report(row: dict[str, Any]) -> str:
         lines.append(f"      peak RSS target ≤ {RSS_TARGET_C_MB:.0f} MB: {ok_rss}")
     if name == "e":
         lines.append(f"      DistDP at h=22: {row['distdp_s'] / base:.2f}× the bincount")
+    if name == "f":
+        ok_rss = "PASS" if row["case_rss_mb"] <= RSS_TARGET_F_MB else "FAIL"
+        lines.append(f"      peak RSS target ≤ {RSS_TARGET_F_MB:.0f} MB: {ok_rss}")
+        ratio_b = row["client_bound_s"] / base
+        ok_b = "PASS" if ratio_b <= TARGET_F_BOUND else "FAIL"
+        lines.append(
+            f"      client-level, contribution bound {row['bound']}: "
+            f"{row['client_bound_s']:.3f} s, peak RSS {row['client_bound_rss_mb']:.0f} MB → "
+            f"{ratio_b:.2f}× (target ≤ {TARGET_F_BOUND:g}×) {ok_b}"
+            f"{spread(row, 'client_bound', 'pyarrow_scan')}"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", default="a,b,c,d,e")
+    parser.add_argument("--cases", default="a,b,c,d,e,f,g,h")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every n by this")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--dir", default=None, help="where Parquet files are written")
+    parser.add_argument(
+        "--bound", type=int, default=5, help="case f: the client-level contribution bound"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--rss-of", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--height", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rss_of:
+        print(run_step_for_peak(args.rss_of, Path(args.dir), args.height, args.bound))
+        return
     if args.child:
         workdir = Path(args.dir)
-        print(json.dumps(run_case(args.child, args.scale, args.repeats, workdir)))
+        print(json.dumps(run_case(args.child, args.scale, args.repeats, workdir, args.bound)))
         return
     base_dir = Path(args.dir) if args.dir else Path(tempfile.gettempdir())
     workdir = Path(tempfile.mkdtemp(prefix="fedeval-bench-scale-", dir=base_dir))
     free_gb = shutil.disk_usage(workdir).free / 1e9
     print(
         f"numpy {np.__version__}, {os.cpu_count()} CPUs, scale {args.scale:g}, "
-        f"repeats {args.repeats}, {free_gb:.0f} GB free at {workdir}"
+        f"repeats {args.repeats}, {free_gb:.0f} GB free at {workdir}, load average {_load()}"
     )
     try:
         for name in args.cases.split(","):
@@ -405,6 +727,8 @@ def main() -> None:
                     str(args.repeats),
                     "--dir",
                     str(workdir),
+                    "--bound",
+                    str(args.bound),
                 ],
                 capture_output=True,
                 text=True,
@@ -415,6 +739,7 @@ def main() -> None:
                 continue
             for row in json.loads(out.stdout.strip().splitlines()[-1]):
                 print(report(row), flush=True)
+            print(f"      load average after ({name}): {_load()}", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -143,3 +143,23 @@ def softmax_rows(z: NDArray[np.float64]) -> NDArray[np.float64]:
     """Row-wise softmax (the uncalibrated probabilities of logits)."""
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+@cache
+def generated_logits_task() -> tuple[Federation, NDArray[np.float64], NDArray[np.int64]]:
+    """Six Gaussian classes; the model's logits are 3 × the Bayes logits plus noise
+    (overconfident); 4,000 calibration examples over 100 Dirichlet(0.5) clients.
+
+    Returns the calibration federation and held-out logits and labels (issue 27).
+    """
+    from fedeval.data.partition import dirichlet
+
+    rng = np.random.default_rng(0)
+    c, n = 6, 4000
+    means = rng.normal(size=(c, 8)) * 1.2
+    y = rng.integers(0, c, 2 * n)
+    x = means[y] + rng.normal(size=(2 * n, 8))
+    bayes = x @ means.T - 0.5 * np.sum(means**2, axis=1)
+    z = 3.0 * bayes + rng.normal(size=bayes.shape)
+    pooled = Federation.from_arrays(z[:n], y[:n], kind="logits")
+    return dirichlet(pooled, n_clients=100, beta=0.5, rng=0), z[n:], y[n:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -203,7 +204,8 @@ def test_calibrate_bad_input_leaves_no_files(
     args = ["calibrate", str(scores_csv), "--score", "s", "--label", "y", "--out", str(out)]
     assert main([*args, "--privacy", "userdp", "--epsilon", "1"]) == 2
     assert "--delta" in capsys.readouterr().err
-    assert main([*args, "--privacy", "sa", "--method", "temperature"]) == 2
+    # Binary scores take binning, bbq, temperature (and platt, auto); not vector scaling.
+    assert main([*args, "--privacy", "sa", "--method", "vector"]) == 2
     assert "binary" in capsys.readouterr().err
     assert not out.exists()
 
@@ -298,3 +300,41 @@ def test_one_class_under_dp_is_released_with_a_warning(
         code = main([*args, "--epsilon", "1", "--out", str(tmp_path / "a"), "--seed", "1"])
     assert code == 0
     assert (tmp_path / "a" / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("privacy", "extra"),
+    [("distdp", ["--epsilon", "1"]), ("ldp", ["--epsilon", "2"])],
+)
+@pytest.mark.parametrize("labels", ["one class", "one client"])
+def test_calibrate_under_dp_never_refuses_depending_on_the_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], privacy: str, extra: list[str], labels: str
+) -> None:
+    """Issue 24, finding 4: a one-class file was refused under every model.
+
+    Neighbouring files (one example more or less) must not give output versus an
+    error; the exact held-out figures are labelled as a simulation check, outside
+    the receipt.
+    """
+    n = 40
+    frame = pd.DataFrame(
+        {
+            "s": np.linspace(0.05, 0.95, n),
+            "y": np.ones(n, dtype=int) if labels == "one class" else np.arange(n) % 2,
+            "c": np.arange(n) % 8 if labels == "one class" else np.zeros(n, dtype=int),
+        }
+    )
+    path = tmp_path / "f.csv"
+    frame.to_csv(path, index=False)
+    args = ["calibrate", str(path), "--score", "s", "--label", "y", "--client", "c"]
+    args += ["--privacy", privacy, *extra, "--method", "binning", "--out", str(tmp_path / "o")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "not covered by the privacy receipt" in out
+    assert (tmp_path / "o" / "calibrator.json").exists()
+    # Without DP nothing is protected and the one-class refusal stays.
+    if labels == "one class":
+        sa = ["calibrate", str(path), "--score", "s", "--label", "y", "--privacy", "sa"]
+        assert main([*sa, "--out", str(tmp_path / "sa")]) == 2

@@ -364,6 +364,23 @@ def test_defined_is_where_the_released_class_quantiles_exist(privacy: Any) -> No
     assert seen == {True, False}
 
 
+@pytest.mark.parametrize(
+    "option",
+    [{"n_quantiles": 64}, {"interpolation": "linear"}, {"pr_strategy": "combine"}],
+)
+def test_quantile_curve_options_with_the_dense_curve_are_refused(option) -> None:
+    """Issue 27: the dense curve ignores these options; passing one is an error that names
+    it and the curve that would use it (it silently did nothing before)."""
+    s = np.linspace(0, 1, 200)
+    fed = fe.Federation.from_arrays(s, (np.arange(200) % 3 == 0).astype(int))
+    (name,) = option
+    with pytest.raises(ValueError, match=f"{name}.*curve='quantile'"):
+        fe.evaluate(fed, fe.SecureAggregation(), height=4, **option)
+    # The same option with the quantile curve is used.
+    ev = fe.evaluate(fed, fe.SecureAggregation(), height=4, curve="quantile", **option)
+    assert ev.parameters[name] == option[name]
+
+
 def test_pr_band_is_nan_when_no_threshold_has_a_defined_precision() -> None:
     """A very noisy release can leave no threshold with a defined precision: the band is
     NaN there, not an error (the Flower report crashed on such a release)."""
@@ -380,10 +397,8 @@ def test_pr_band_is_nan_when_no_threshold_has_a_defined_precision() -> None:
             public=fe.Public(n_clients=65),
             height=5,
             n_buckets=4,
-            n_quantiles=8,
         )
-        assert ev.defined
-        pts = ev._point_se
-        assert not (np.isfinite(pts.precision_se) & np.isfinite(pts.precision)).any()
+        precision, _, _ = ev.precision_recall_curve()
+        assert np.isnan(precision).all()
         grid, lo, hi = ev.pr_band()
     assert grid.shape == lo.shape == hi.shape and np.isnan(lo).all() and np.isnan(hi).all()

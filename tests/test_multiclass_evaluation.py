@@ -135,8 +135,8 @@ def test_fast_and_faithful_paths_agree_in_distribution() -> None:
     """Mean over releases of one cell vs its true count: within 4 SE of the closed-form noise."""
     p, y = _probs(200, 3, 5)
     fed = fe.Federation.from_arrays(p, y, np.arange(200) % 20, kind="probabilities")
-    truth = MulticlassSketch(3, 8, 4).encode(p, y, np.zeros(200, dtype=np.int64))
     model = fe.DistributedDP(2.0)
+    truth = None
     for path in ("fast", "faithful"):
         vals, var = [], None
         with warnings.catch_warnings():
@@ -147,6 +147,9 @@ def test_fast_and_faithful_paths_agree_in_distribution() -> None:
                 )
                 vals.append(ev.counts.vector())
                 var = ev.counts.variance
+        # The planned (weighted, split) sketch; its counts in value units.
+        assert ev.sketch.weighted and ev.sketch.split_one_vs_rest
+        truth = ev.sketch.encode(p, y, np.zeros(200, dtype=np.int64)) * ev.sketch.resolution
         assert var is not None
         mean = np.mean(vals, axis=0)
         z = (mean - truth) / np.sqrt(var / 40)
@@ -159,7 +162,10 @@ def test_receipt_and_summary_are_json_safe() -> None:
     ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
     assert ev.epsilon_spent == pytest.approx(1.0)
     rows = ev.privacy_receipt()
-    assert len(rows) == 8 and sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
+    # confusion, one-vs-rest negatives and positives, rank, top label, log loss, Brier
+    assert len(rows) == 7 and sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
+    shares = ev.parameters["budget_shares"]
+    assert sorted(r["epsilon"] for r in rows) == pytest.approx(sorted(shares.values()))
     s = json.loads(json.dumps(ev.summary(), default=float))
     assert s["task"] == "multiclass" and len(s["confusion_matrix"]) == 3
     assert s["accuracy_se"] > 0
@@ -185,7 +191,12 @@ def test_empty_class_warns_without_counts_and_gives_nan() -> None:
     message = str(rec[0].message)
     assert all(str(int(v)) not in message for v in ev.confusion_matrix().sum(axis=1) if v > 3)
     assert np.isnan(ev.recall[2]) and np.isnan(ev.roc_auc_per_class[2])
-    assert np.isnan(ev.roc_auc) and np.isfinite(ev.accuracy)
+    # Macro averages run over the defined classes and say which (issue 27).
+    assert ev.defined_classes["roc_auc_per_class"] == [0, 1]
+    assert ev.defined_classes["recall"] == [0, 1]
+    assert ev.roc_auc == pytest.approx(np.mean(ev.roc_auc_per_class[:2]))
+    assert ev.balanced_accuracy == pytest.approx(np.mean(ev.recall[:2]))
+    assert np.isfinite(ev.accuracy) and "left out" in message
 
 
 @pytest.mark.parametrize(
@@ -210,7 +221,7 @@ def test_binary_federation_is_refused_by_the_multiclass_entry() -> None:
         fe.evaluate_multiclass(fed, fe.SecureAggregation())
 
 
-@pytest.mark.parametrize("kwargs", [{"height": 6}, {"n_examples": 100}, {"curve": "quantile"}])
+@pytest.mark.parametrize("kwargs", [{"height": 6}, {"branching": 3}, {"curve": "quantile"}])
 def test_binary_only_arguments_are_refused_for_multiclass(kwargs: dict[str, Any]) -> None:
     """fe.evaluate names a binary-only argument instead of silently ignoring it."""
     p, y = _probs(50, 3, 9)
@@ -258,3 +269,122 @@ def test_cli_evaluate_with_several_score_columns(
     assert payload["schema"] == "fedeval.multiclass_evaluation/1"
     assert payload["input"].get("n_examples") is None  # the exact count is private under DP
     assert (out / "report.html").exists()
+
+
+# ------------------------------------------------------- issue 27: DP in range
+def _ten_classes(seed: int = 0) -> fe.Federation:
+    """900 examples of a sharp 10-class model on 100 clients (digits-like: most p near 0 or 1)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 10, 900)
+    z = rng.normal(0.0, 1.0, (900, 10))
+    z[np.arange(900), y] += 4.0
+    return fe.Federation.from_arrays(
+        softmax(2.0 * z), y, np.arange(900) % 100, kind="probabilities"
+    )
+
+
+def _ranges(ev: Any) -> dict[str, tuple[float, float]]:
+    return {"log_loss": (0.0, ev.parameters["log_loss_bound"]), "brier": (0.0, 2.0)}
+
+
+@pytest.mark.parametrize("model", [fe.DistributedDP(1.0), fe.LocalDP(5.0)], ids=["distdp", "ldp"])
+def test_dp_estimates_stay_in_their_range_at_a_fixed_seed(model: Any) -> None:
+    """Every published estimate is in its range (before issue 27: accuracy 1.02, a cell < 0).
+
+    On the code before issue 27 (checked on main at cbf55e3), seed 3 gave
+    under DistributedDP(1) accuracy 1.87, a confusion cell of −98 and
+    precision, recall, F1, per-class AUC and top-k accuracy out of [0, 1];
+    under LocalDP(5) accuracy 1.04 and a cell of −12.2.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ev = fe.evaluate(_ten_classes(), model, rng=3)
+        ranges = _ranges(ev)
+        for key, value in ev.values.items():
+            lo, hi = ranges.get(key, (0.0, 1.0))
+            v = np.asarray(value, dtype=np.float64)
+            assert np.all((v[~np.isnan(v)] >= lo) & (v[~np.isnan(v)] <= hi)), key
+            se = np.asarray(ev.standard_errors[key], dtype=np.float64)
+            assert np.all((se >= 0) | np.isnan(v)), key
+        cm = ev.confusion_matrix()
+        assert cm.min() >= 0.0
+        shares = cm / cm.sum(axis=1, keepdims=True)
+        assert np.nanmax(shares) <= 1.0 + 1e-12
+        assert np.all(np.diff(ev.values["top_k_accuracy"]) >= -1e-12)
+        assert ev.top_k_accuracy(1) == pytest.approx(ev.accuracy)
+        for j in range(10):
+            for x in (*ev.roc_curve(j)[:2], *ev.precision_recall_curve(j)[:2]):
+                assert np.nanmin(x) >= 0.0 and np.nanmax(x) <= 1.0
+
+
+def test_confusion_matrix_is_consistent_with_the_released_rates() -> None:
+    """Its trace over its total is the accuracy, its row shares the released prevalences."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        ev = fe.evaluate(_ten_classes(1), fe.DistributedDP(1.0), rng=0)
+    cm = ev.confusion_matrix()
+    assert np.trace(cm) / cm.sum() == pytest.approx(ev.accuracy, abs=1e-9)
+    recall = np.diag(cm) / cm.sum(axis=1)
+    np.testing.assert_allclose(ev.recall, recall, atol=1e-12)
+    assert ev.balanced_accuracy == pytest.approx(np.nanmean(recall))
+
+
+def test_metrics_release_only_their_parts_and_the_split_follows_them() -> None:
+    fed = _ten_classes(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        auc_only = fe.evaluate_multiclass(fed, fe.DistributedDP(1.0), metrics=["roc_auc"], rng=0)
+        acc_only = fe.evaluate_multiclass(fed, fe.DistributedDP(1.0), metrics=["accuracy"], rng=0)
+        everything = fe.evaluate_multiclass(fed, fe.DistributedDP(1.0), rng=0)
+    assert auc_only.sketch.kinds == ("one_vs_rest",)
+    assert acc_only.sketch.kinds == ("rank",)
+    rows = auc_only.privacy_receipt()
+    assert sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
+    assert [p.name for p in auc_only.sketch.parts] == [
+        "one-vs-rest negatives (every class)",
+        "one-vs-rest positives (every class)",
+    ]
+    # The budget goes where the request is: the positives' noise is smaller with roc_auc alone.
+    var_auc, var_all = (
+        ev.counts.part_variance().one_vs_rest[:, 1].mean() for ev in (auc_only, everything)
+    )
+    assert var_auc < var_all / 4
+    assert acc_only.parameters["budget_shares"] == {"rank": 1.0}
+    with pytest.raises(ValueError, match="metrics="):
+        _ = acc_only.roc_auc
+    with pytest.raises(ValueError, match="metrics="):
+        acc_only.confusion_matrix()
+    with pytest.raises(ValueError, match="metrics must be names"):
+        fe.evaluate_multiclass(fed, fe.DistributedDP(1.0), metrics=["auc"])
+
+
+def test_weighted_sensitivity_is_stated_and_attained() -> None:
+    """L1 = Σ r_k m_k over the parts; one added example moves exactly that many integer units."""
+    sk = MulticlassSketch(4, 8, 4, kinds=("confusion", "one_vs_rest", "rank"),
+                          split_one_vs_rest=True, weights=(3, 2, 5, 1))  # fmt: skip
+    s = sk.sensitivity(unit="example", neighbouring="add_remove", examples_per_unit=1,
+                       layout="whole")  # fmt: skip
+    assert s.l1 == pytest.approx(3 + 2 * 3 + 5 + 1)
+    assert [p.budget_share for p in s.parts] == pytest.approx(np.array([3, 6, 5, 1]) / 15)
+    p, y = _probs(40, 4, 12)
+    z = np.zeros(40, dtype=np.int64)
+    assert np.abs(sk.encode(p, y, z) - sk.encode(p[:39], y[:39], z[:39])).sum() == 15
+    with pytest.raises(ValueError, match="layout 'whole'"):
+        sk.sensitivity(unit="example", neighbouring="add_remove", examples_per_unit=1,
+                       layout="assign")  # fmt: skip
+
+
+def test_plan_multiclass_from_public_inputs() -> None:
+    """More clients or a declared size: finer bins and smaller predicted errors; fe.plan_multiclass."""
+    small = fe.plan_multiclass(fe.DistributedDP(1.0), n_classes=10, n_clients=100)
+    large = fe.plan_multiclass(fe.DistributedDP(1.0), n_classes=10, n_clients=100,
+                               n_examples=100_000)  # fmt: skip
+    assert large.n_bins >= small.n_bins and large.ece_bins >= small.ece_bins
+    assert all(large.predicted_error[k] < small.predicted_error[k] for k in small.predicted_error)
+    assert sum(large.budget_shares.values()) == pytest.approx(1.0)
+    auc = fe.plan_multiclass("distdp", epsilon=1.0, n_classes=10, n_clients=100,
+                             metrics=["roc_auc"])  # fmt: skip
+    assert set(auc.predicted_error) == {"roc_auc", "ece_classwise"}
+    assert auc.predicted_error["roc_auc"] < small.predicted_error["roc_auc"]
+    ldp = fe.plan_multiclass(fe.LocalDP(5.0), n_classes=10, n_clients=100, metrics=["accuracy"])
+    assert ldp.weights is None and ldp.kinds == ("rank",)

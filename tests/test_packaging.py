@@ -14,6 +14,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "fedeval"
 #: import name -> distribution name, where they differ.
@@ -65,3 +67,19 @@ def test_importing_fedeval_does_not_load_optional_extras() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_public_names_load_lazily_and_all_resolve() -> None:
+    """``import fedeval`` loads no numpy/scipy/matplotlib; every name of ``__all__`` resolves."""
+    code = (
+        "import sys, fedeval as fe;"
+        "before = sorted(m for m in ('numpy', 'scipy', 'matplotlib') if m in sys.modules);"
+        "missing = [n for n in fe.__all__ if getattr(fe, n, None) is None];"
+        "print(before, missing, fe.evaluate.__module__, 'evaluate' in dir(fe))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] [] fedeval.evaluation True"
+    import fedeval
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = fedeval.nope  # type: ignore[attr-defined]

@@ -27,12 +27,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     from fedeval import calibration, ecdf, metrics, privacy, report, sketches, vertical
     from fedeval.calibration.api import calibrate
+    from fedeval.comparison import Comparison, compare
     from fedeval.context import Budget, Context, ProgramReceipt
     from fedeval.data import ClientView, Federation, Scan, demo, partition, read, scan
-    from fedeval.evaluation import Evaluation, evaluate
+    from fedeval.entry_points import evaluate
+    from fedeval.evaluation import Evaluation
     from fedeval.exceptions import FedevalWarning, SeededRandomnessWarning, SmallDataWarning
+    from fedeval.monitoring import Monitor, monitor
     from fedeval.multiclass_evaluation import MulticlassEvaluation, evaluate_multiclass
-    from fedeval.planning import Plan, plan
+    from fedeval.planning import MulticlassPlan, Plan, plan, plan_multiclass
     from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
     from fedeval.privacy.models import (
         CentralDP,
@@ -44,6 +47,7 @@ if TYPE_CHECKING:  # what static analysis sees: the same names, imported eagerly
     )
     from fedeval.public_facts import Public
     from fedeval.report.evaluation_report import write_report
+    from fedeval.slicing import SlicedEvaluation
 
 __version__ = "0.1.0"
 
@@ -57,6 +61,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "sketches": ("fedeval.sketches", None),
     "vertical": ("fedeval.vertical", None),
     "calibrate": ("fedeval.calibration.api", "calibrate"),
+    "Comparison": ("fedeval.comparison", "Comparison"),
+    "compare": ("fedeval.comparison", "compare"),
+    "SlicedEvaluation": ("fedeval.slicing", "SlicedEvaluation"),
     "Budget": ("fedeval.context", "Budget"),
     "Context": ("fedeval.context", "Context"),
     "ProgramReceipt": ("fedeval.context", "ProgramReceipt"),
@@ -72,11 +79,15 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Scan": ("fedeval.data", "Scan"),
     "scan": ("fedeval.data", "scan"),
     "Evaluation": ("fedeval.evaluation", "Evaluation"),
-    "evaluate": ("fedeval.evaluation", "evaluate"),
+    "evaluate": ("fedeval.entry_points", "evaluate"),
+    "Monitor": ("fedeval.monitoring", "Monitor"),
+    "monitor": ("fedeval.monitoring", "monitor"),
     "MulticlassEvaluation": ("fedeval.multiclass_evaluation", "MulticlassEvaluation"),
     "evaluate_multiclass": ("fedeval.multiclass_evaluation", "evaluate_multiclass"),
     "Plan": ("fedeval.planning", "Plan"),
     "plan": ("fedeval.planning", "plan"),
+    "MulticlassPlan": ("fedeval.planning", "MulticlassPlan"),
+    "plan_multiclass": ("fedeval.planning", "plan_multiclass"),
     "BudgetExceededError": ("fedeval.privacy.ledger", "BudgetExceededError"),
     "BudgetLedger": ("fedeval.privacy.ledger", "BudgetLedger"),
     "CentralDP": ("fedeval.privacy.models", "CentralDP"),
@@ -94,6 +105,7 @@ __all__ = [
     "BudgetLedger",
     "CentralDP",
     "ClientView",
+    "Comparison",
     "Context",
     "DistributedDP",
     "Evaluation",
@@ -101,25 +113,31 @@ __all__ = [
     "FedevalWarning",
     "LabelDP",
     "LocalDP",
+    "Monitor",
     "MulticlassEvaluation",
+    "MulticlassPlan",
     "Plan",
     "ProgramReceipt",
     "Public",
     "Scan",
     "SecureAggregation",
     "SeededRandomnessWarning",
+    "SlicedEvaluation",
     "SmallDataWarning",
     "UserLevelDP",
     "__version__",
     "calibrate",
     "calibration",
+    "compare",
     "demo",
     "ecdf",
     "evaluate",
     "evaluate_multiclass",
     "metrics",
+    "monitor",
     "partition",
     "plan",
+    "plan_multiclass",
     "privacy",
     "read",
     "report",

@@ -1,10 +1,12 @@
 """The ``fedeval`` command.
 
 ``fedeval demo``       built-in data under SA, DistDP ε=1 and LDP ε=5, table + report
-``fedeval evaluate``   a CSV/Parquet file of scores and labels
+``fedeval evaluate``   a CSV/Parquet file of scores and labels (``--slice``: every slice, one release)
+``fedeval compare``    two models' score columns of the same rows: paired differences, one release
 ``fedeval calibrate``  learn a calibrator, write it as JSON with a before/after report
 ``fedeval plan``       parameters and predicted errors for a deployment
 ``fedeval flower-sim`` the Flower apps (SecAgg+) on N simulated clients (needs fedeval[flower])
+``fedeval monitor``    a model's metrics every period under one budget (folder of periods or --period)
 
 Exit status 0 on success, 2 with a one-line reason on bad input.
 
@@ -30,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedeval.cli_common import CLIError
+
 if TYPE_CHECKING:
     from fedeval.evaluation import Evaluation
     from fedeval.privacy.models import PrivacyModel
@@ -38,10 +42,6 @@ __all__ = ["main"]
 
 #: Version of the JSON that ``demo``, ``evaluate`` and ``results.json`` share.
 JSON_SCHEMA = "fedeval.evaluation/1"
-
-
-class CLIError(Exception):
-    """Bad input reported as one line on stderr with exit status 2."""
 
 
 # ----------------------------------------------------------------- shared helpers
@@ -69,10 +69,13 @@ def _cli_words(message: str) -> str:
 
 
 def _check_out(out: str | Path, force: bool) -> None:
-    """Refuse to write into a non-empty directory unless ``--force`` was given."""
+    """Refuse, before anything runs, an --out that is not a directory or is not empty."""
     path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise CLIError(f"--out {path} exists and is not a directory")
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise CLIError(f"--out {path}: {parent} exists and is not a directory")
+        if parent.exists():
+            break
     if not force and path.is_dir() and any(path.iterdir()):
         raise CLIError(
             f"--out {path} is not empty; choose another directory or pass --force to overwrite "
@@ -400,6 +403,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             exact=exact,
             title="fedeval demo: gradient boosting on a generated task",
             source=source,
+            force=args.force,
         )
     steps.close()
     payload = evaluation_payload(evs, thresholds=args.thresholds, exact=exact, source=source)
@@ -449,8 +453,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     fed = _read_input(args, steps)
     name = model_label(privacy)
+    if (args.slice is None) != (args.slice_values is None):
+        raise CLIError("--slice and --slice-values go together: the column and its public values")
     if fed.kind != "binary":
+        if args.slice is not None:
+            raise CLIError("--slice applies to binary scores (one --score column)")
         return _evaluate_multiclass(args, fed, privacy, name, steps)
+    if args.slice is not None:
+        return _evaluate_slices(args, fed, privacy, name, steps)
     with steps.step(f"release under {name}"):
         ev = fe.evaluate(
             fed,
@@ -481,6 +491,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             exact=exact,
             title=f"fedeval evaluation of {source['name']}",
             source=source,
+            force=args.force,
         )
     steps.close()
     payload = evaluation_payload({name: ev}, thresholds=args.thresholds, exact=exact, source=source)
@@ -518,7 +529,7 @@ def _evaluate_multiclass(
         )
         _ = mev.standard_errors
     with steps.step("writing report"):
-        paths = write_multiclass_report(mev, args.out, name=name)
+        paths = write_multiclass_report(mev, args.out, name=name, force=args.force)
     steps.close()
     facts = public_facts(fed, [privacy], None, args.public_clients)
     if args.json:
@@ -546,6 +557,218 @@ def _evaluate_multiclass(
     _print_table(rows)
     print(f"\nreport: {paths['html']}")
     return 0
+
+
+def _read_column(path: str, column: str) -> Any:
+    """One column of a CSV/Parquet file as an array (the file was read once already)."""
+    import numpy as np
+    import pandas as pd
+
+    p = Path(path)
+    if "".join(p.suffixes).lower().endswith((".parquet", ".pq")):
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(p).names
+        if column not in names:
+            raise CLIError(f"--slice column {column!r} not found; available columns: {names}")
+        return pq.read_table(p, columns=[column]).to_pandas()[column].to_numpy()
+    names = list(pd.read_csv(p, nrows=0).columns)
+    if column not in names:
+        raise CLIError(f"--slice column {column!r} not found; available columns: {names}")
+    return np.asarray(pd.read_csv(p, usecols=[column])[column].to_numpy())
+
+
+def _typed_values(raw: Sequence[str], column: Any, flag: str) -> list[Any]:
+    """The declared values in the column's type (numbers for a numeric column)."""
+    kind = getattr(column, "dtype", None)
+    kind = "O" if kind is None else column.dtype.kind
+    out: list[Any] = []
+    for v in raw:
+        try:
+            out.append(int(v) if kind in "iu" else float(v) if kind == "f" else v)
+        except ValueError:
+            raise CLIError(f"{flag} {v!r} is not a value of a numeric column") from None
+    return out
+
+
+def _evaluate_slices(
+    args: argparse.Namespace, fed: Any, privacy: PrivacyModel, name: str, steps: _Steps
+) -> int:
+    """``evaluate --slice COL --slice-values ...``: every declared slice from one release."""
+    import fedeval as fe
+    from fedeval.report.slice_report import slice_payload, write_slice_report
+
+    column = _read_column(args.file, args.slice)
+    values = _typed_values(args.slice_values, column, "--slice-values")
+    with steps.step(f"release of {len(values) + 1} slices under {name}"):
+        sev = fe.evaluate(
+            fed, privacy, slices=column, slice_values=values,
+            public=fe.Public(n_clients=args.public_clients, n_examples=args.examples),
+            height=args.height, branching=args.branching, rng=args.seed,
+        )  # fmt: skip
+    with steps.step("standard errors"):
+        worst = sev.worst("roc_auc")
+    exact = None
+    if args.compare_exact:
+        with steps.step("exact pooled AUC per slice (--compare-exact)"):
+            from sklearn.metrics import roc_auc_score
+
+            exact = {}
+            for v in values:
+                mask = column == v
+                y = fed.labels[mask]
+                if 0 < y.sum() < y.size:
+                    exact[v] = float(roc_auc_score(y, fed.scores[mask]))
+    facts = public_facts(fed, [privacy], args.examples, args.public_clients)
+    source = _source(args.file, facts)
+    t = float(args.thresholds[0])
+    with steps.step("writing report"):
+        paths = write_slice_report(
+            sev, args.out, threshold=t, exact=exact, source=source, slice_name=args.slice,
+            title=f"fedeval evaluation of {source['name']} by {args.slice}",
+        )  # fmt: skip
+    steps.close()
+    payload = slice_payload(sev, threshold=t, exact=exact, source=source)
+    payload["report"] = {k: str(v) for k, v in paths.items()}
+    if args.json:
+        print(json.dumps(payload, default=float))
+        return 0
+    print(describe_facts(facts))
+    print(_receipt_line(sev.receipt) + f" (one release for {len(sev)} slices)")
+    iv = sev.intervals("roc_auc", include_other=True)
+    rows = []
+    for k, ev in sev.items():
+        row: dict[str, Any] = {
+            args.slice: str(k),
+            "ROC AUC": _with_se(
+                {"estimate": ev.roc_auc, "se": ev.uncertainty()["roc_auc_total_se"]}
+            ),
+            "simultaneous 95%": f"[{_cell(iv[k][0])}, {_cell(iv[k][1])}]",
+            f"TPR@{t:g}": _cell(float(ev.at_threshold(t).recall)),
+            f"FPR@{t:g}": _cell(float(ev.at_threshold(t).fpr)),
+        }
+        if exact is not None:
+            row["exact AUC"] = exact.get(k)
+        rows.append(row)
+    print()
+    _print_table(rows)
+    print(
+        f"\nworst slice: {worst.slice} (AUC {_cell(worst.estimate)}; its true AUC in "
+        f"[{_cell(worst.lower)}, {_cell(worst.upper)}]); AUC gap "
+        f"{_cell(sev.gap('roc_auc').estimate)}, TPR gap {_cell(sev.tpr_gap(t).estimate)}"
+    )
+    print(f"report: {paths['html']}  (markdown: {paths['markdown']}, JSON: {paths['json']})")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    privacy = _privacy(args)
+    if args.margin is not None and not (args.margin >= 0 and args.margin < float("inf")):
+        raise CLIError(f"--margin must be a finite number >= 0, got {args.margin:g}")
+    _check_out(args.out, args.force)
+    import fedeval as fe
+    from fedeval.privacy.models import model_label
+    from fedeval.report.compare_report import comparison_payload, write_compare_report
+
+    steps = _Steps(
+        5 if args.compare_exact else 4, "fedeval compare", disable=args.quiet or args.json
+    )
+    common = {
+        "label": args.label,
+        "client": args.client,
+        "score_range": (args.score_min, args.score_max),
+    }
+    with steps.step(f"reading {Path(args.file).name}"):
+        fed_a = fe.read(args.file, score=args.score_a, **common)
+        fed_b = fe.read(args.file, score=args.score_b, **common)
+    name = model_label(privacy)
+    with steps.step(f"one release of both models under {name}"):
+        cmp = fe.compare(
+            fed_a, fed_b, privacy,
+            public=fe.Public(n_clients=args.public_clients, n_examples=args.examples),
+            height=args.height, branching=args.branching, pair_bins=args.pair_bins,
+            rng=args.seed,
+        )  # fmt: skip
+    with steps.step("paired standard errors"):
+        _ = cmp.roc_auc, cmp.average_precision
+    exact = None
+    if args.compare_exact:
+        with steps.step("exact pooled differences (--compare-exact)"):
+            exact = _exact_differences(fed_a, fed_b, args.thresholds)
+    facts = public_facts(fed_a, [privacy], args.examples, args.public_clients)
+    source = _source(args.file, facts)
+    with steps.step("writing report"):
+        paths = write_compare_report(
+            cmp, args.out, thresholds=args.thresholds, margin=args.margin,
+            names=(args.score_a, args.score_b), exact=exact, source=source,
+            title=f"fedeval comparison on {source['name']}: {args.score_a} vs {args.score_b}",
+        )  # fmt: skip
+    steps.close()
+    payload = comparison_payload(
+        cmp, thresholds=args.thresholds, margin=args.margin, exact=exact, source=source
+    )
+    payload["report"] = {k: str(v) for k, v in paths.items()}
+    if args.json:
+        print(json.dumps(payload, default=float))
+        return 0
+    print(describe_facts(facts))
+    print(_receipt_line(cmp.receipt) + " (one release for both models)")
+    print(f"A = {args.score_a}, B = {args.score_b}; differences A − B")
+    rows = []
+    for label, d in [("ROC AUC", cmp.roc_auc), ("avg precision", cmp.average_precision)] + [
+        (f"{m}@{t:g}", getattr(cmp.at_threshold(t), m))
+        for t in args.thresholds
+        for m in ("recall", "fpr", "precision", "accuracy")
+    ]:
+        lo, hi = d.interval(0.95)
+        row: dict[str, Any] = {
+            "metric": label,
+            "A": d.a,
+            "B": d.b,
+            "A − B": d.estimate,
+            "privacy SE": d.privacy_se,
+            "sampling SE": d.sampling_se,
+            "95% interval": f"[{_cell(lo)}, {_cell(hi)}]",
+        }
+        if exact is not None:
+            row["exact A − B"] = exact.get(
+                label if label != "avg precision" else "average precision"
+            )
+        rows.append(row)
+    print()
+    _print_table(rows)
+    if args.margin is not None:
+        ni = cmp.noninferiority(args.margin)
+        verdict = "non-inferior" if ni.noninferior else "not shown non-inferior"
+        print(
+            f"\nnon-inferiority (AUC, margin {args.margin:g}): lower 95% bound of A − B "
+            f"{_cell(ni.lower)}, p = {_cell(ni.p_value)}: A is {verdict}"
+        )
+    print(f"\nreport: {paths['html']}  (markdown: {paths['markdown']}, JSON: {paths['json']})")
+    return 0
+
+
+def _exact_differences(fed_a: Any, fed_b: Any, thresholds: Sequence[float]) -> dict[str, float]:
+    """Exact pooled differences A − B (simulation only), keyed as the report's rows."""
+    ea = _exact(fed_a.scores, fed_a.labels, thresholds)
+    eb = _exact(fed_b.scores, fed_b.labels, thresholds)
+    out = {
+        "ROC AUC": ea["roc_auc"] - eb["roc_auc"],
+        "average precision": ea["average_precision"] - eb["average_precision"],
+    }
+    labels = {
+        "recall": "recall (TPR)",
+        "fpr": "FPR",
+        "precision": "precision",
+        "accuracy": "accuracy",
+    }
+    for t in thresholds:
+        for m, label in labels.items():
+            out[f"{label} @ {t:g}"] = (
+                ea["at_threshold"][float(t)][m] - eb["at_threshold"][float(t)][m]
+            )
+            out[f"{m}@{t:g}"] = out[f"{label} @ {t:g}"]
+    return out
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -632,11 +855,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             "at least two classes"
         )
     # Simulation: hold out whole clients to check the calibrator afterwards.
+    holdout_note = ""
     with steps.step("holding out clients"):
         try:
             train, test = fe.partition.split_clients(fed, args.test_fraction, rng=args.seed)
         except ValueError as exc:
-            raise CLIError(str(exc)) from None
+            if privacy.regime == "exact":
+                raise CLIError(str(exc)) from None
+            # Under DP a refusal that depends on the number of clients would leak it:
+            # calibrate on every client and check on the same data (simulation output,
+            # not covered by the receipt either way).
+            train, test = fed, fed
+            holdout_note = (
+                " (too few clients to hold any out: the check uses the calibration data itself)"
+            )
     options: dict[str, Any] = {}
     if fed.kind != "binary":
         options = {"sampling_rate": 1.0 if args.sampling_rate is None else args.sampling_rate}
@@ -656,6 +888,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             privacy=privacy.describe(),
             source=Path(args.file).name,
             title=f"fedeval calibration of {Path(args.file).name}",
+            force=args.force,
         )
     steps.close()
     if args.json:
@@ -667,7 +900,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             "heldout": heldout,
             "heldout_note": (
                 "simulation check: exact metrics of the held-out clients, computed from their "
-                "data, not covered by the privacy receipt"
+                "data, not covered by the privacy receipt" + holdout_note
             ),
             "receipt": cal.receipt,
             "report": {k: str(v) for k, v in paths.items()},
@@ -688,7 +921,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(
             f"simulation check on a held-out {args.test_fraction:g} of the clients: EXACT "
             "held-out metrics, computed here from the held-out data, not covered by the "
-            "privacy receipt"
+            "privacy receipt" + holdout_note
         )
         print(f"{'held-out':>14}  {'top-label ECE':>17}  {'classwise ECE':>17}  {'NLL':>17}")
         for name in ("before", "after"):
@@ -956,8 +1189,88 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="simulation only: also compute the exact pooled metrics and the errors",
     )
+    ev.add_argument(
+        "--slice",
+        default=None,
+        help="evaluate every slice of this column from one release (parallel composition: "
+        "one evaluation's ε); needs --slice-values",
+    )
+    ev.add_argument(
+        "--slice-values",
+        nargs="+",
+        default=None,
+        help="the column's public values, one slice each; rows with any other value form "
+        "one 'other' slice (undeclared values are never shown)",
+    )
     _add_common_output(ev, "fedeval-evaluation")
     ev.set_defaults(func=cmd_evaluate)
+
+    co = sub.add_parser(
+        "compare",
+        help="compare two models' scores of the same rows (paired, one release)",
+        description="Compare model A with model B on the same examples: two score columns of "
+        "one CSV/Parquet file. One release holds both models' hierarchies and a pair grid; "
+        "every difference A − B gets a privacy SE and a paired sampling SE (DeLong, McNemar).",
+        formatter_class=fmt,
+    )
+    co.add_argument("file", help="CSV or Parquet file, one row per example")
+    co.add_argument("--score-a", required=True, help="model A's score column (the challenger)")
+    co.add_argument("--score-b", required=True, help="model B's score column (the reference)")
+    co.add_argument("--label", required=True, help="label column (0/1)")
+    co.add_argument(
+        "--client", default=None, help="client id column (default: every row is its own client)"
+    )
+    _add_privacy_arguments(co, ["sa", "distdp", "ldp"])
+    co.add_argument(
+        "--noise",
+        choices=["polya", "skellam"],
+        default=None,
+        help="distdp noise shares: polya (pure ε-DP, the default) or skellam (needs --delta)",
+    )
+    co.add_argument("--delta", type=float, default=None, help="δ, with --noise skellam only")
+    co.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        help="a number of examples you declare public (used to choose the parameters)",
+    )
+    co.add_argument(
+        "--public-clients",
+        type=int,
+        default=None,
+        help="a number of participating clients you declare public",
+    )
+    co.add_argument(
+        "--height", type=int, default=None, help="hierarchy height h (default: planned)"
+    )
+    co.add_argument("--branching", type=int, default=2, help="branching factor b")
+    co.add_argument(
+        "--pair-bins",
+        type=int,
+        default=None,
+        help="bins per axis of the pair grid (b**g; default 16 under DP, 64 without)",
+    )
+    co.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        help="non-inferiority margin on the AUC (and AP): is A worse than B by less than this?",
+    )
+    _add_score_domain(co)
+    co.add_argument(
+        "--thresholds",
+        type=float,
+        nargs="+",
+        default=[0.5],
+        help="thresholds for the differences of precision/recall/FPR/accuracy",
+    )
+    co.add_argument(
+        "--compare-exact",
+        action="store_true",
+        help="simulation only: also compute the exact pooled differences",
+    )
+    _add_common_output(co, "fedeval-comparison")
+    co.set_defaults(func=cmd_compare)
 
     ca = sub.add_parser(
         "calibrate",
@@ -1060,6 +1373,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_flower_sim_arguments(fs)
     fs.set_defaults(func=cmd_flower_sim)
+
+    from fedeval.cli_monitor import add_monitor_arguments, cmd_monitor
+
+    mo = sub.add_parser(
+        "monitor",
+        help="evaluate a model every period under one budget (continual release, drift alarms)",
+        description="Release every period's evaluation through one continual mechanism whose "
+        "budget covers the whole horizon, test for drift after every period, and write a trend "
+        "page. Periods: a folder of per-period files, or one file with a --period column.",
+        formatter_class=fmt,
+    )
+    add_monitor_arguments(mo)
+    mo.set_defaults(func=cmd_monitor)
     return parser
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from fedeval.data import Federation, Scan
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
@@ -48,11 +48,14 @@ from fedeval.validation import check_epsilon
 
 if TYPE_CHECKING:
     from fedeval.calibration.base import Calibrator
+    from fedeval.comparison import Comparison
     from fedeval.ecdf.federated import FederatedECDF
     from fedeval.evaluation import Evaluation
     from fedeval.metrics.hosmer_lemeshow import HosmerLemeshowResult
+    from fedeval.monitoring import Monitor
     from fedeval.multiclass_evaluation import MulticlassEvaluation
     from fedeval.planning import Plan
+    from fedeval.slicing import SlicedEvaluation
 
 __all__ = ["Budget", "Context", "ContextPlan", "ProgramReceipt", "Spent"]
 
@@ -379,13 +382,27 @@ class Context:
         )
 
     # ------------------------------------------------------------- releases
-    def evaluate(self, privacy: PrivacyModel, **options: Any) -> Evaluation | MulticlassEvaluation:
+    @overload
+    def evaluate(
+        self, privacy: PrivacyModel, *, slices: None = None, **options: Any
+    ) -> Evaluation | MulticlassEvaluation: ...
+
+    @overload
+    def evaluate(
+        self, privacy: PrivacyModel, *, slices: Any, **options: Any
+    ) -> SlicedEvaluation: ...
+
+    def evaluate(
+        self, privacy: PrivacyModel, **options: Any
+    ) -> Evaluation | MulticlassEvaluation | SlicedEvaluation:
         """:func:`fedeval.evaluate` on the context's data, charged to its budget.
 
         ``options`` are :func:`fedeval.evaluate`'s (not ``rng``, ``ledger`` or
-        ``public``: the context supplies them).
+        ``public``: the context supplies them); with ``slices=`` and
+        ``slice_values=`` every slice is evaluated from one release
+        (:class:`~fedeval.slicing.SlicedEvaluation`, one evaluation's ε).
         """
-        from fedeval.evaluation import evaluate
+        from fedeval.entry_points import evaluate
 
         self._forbid(options)
         self._admit(privacy)
@@ -393,8 +410,29 @@ class Context:
         ev = evaluate(
             self.data, privacy, public=self.public, rng=self._gen, ledger=self._ledger, **options
         )
-        self._record("evaluate", privacy, before, ev)
+        self._record(
+            "evaluate" if "slices" not in options else "evaluate (slices)", privacy, before, ev
+        )
         return ev
+
+    def compare(self, fed_b: Any, privacy: PrivacyModel, **options: Any) -> Comparison:
+        """:func:`fedeval.compare` of the context's data (model A) with ``fed_b`` (model B).
+
+        ``fed_b`` holds the same examples (labels, clients, order) scored by
+        the other model, or just its scores: the same population, so one
+        release charged to the context's budget.
+        """
+        from fedeval.comparison import compare
+
+        self._forbid(options)
+        self._admit(privacy)
+        before = len(self._ledger.entries)
+        out = compare(
+            self.data, fed_b, privacy, public=self.public, rng=self._gen, ledger=self._ledger,
+            **options,
+        )  # fmt: skip
+        self._record("compare", privacy, before, out)
+        return out
 
     def calibrate(self, privacy: PrivacyModel, **options: Any) -> Calibrator:
         """:func:`fedeval.calibrate` on the context's data, charged to its budget."""
@@ -433,6 +471,32 @@ class Context:
         )
         self._record("Hosmer–Lemeshow", privacy, before, out)
         return out
+
+    def monitor(self, privacy: PrivacyModel, **options: Any) -> Monitor:
+        """:func:`fedeval.monitor` charged to the context's budget: all its periods, now.
+
+        ``options`` are :class:`~fedeval.monitoring.Monitor`'s (``horizon`` and
+        ``examples_per_period`` among them; ``score_range`` defaults to the
+        context's data's). The periods' data are given to ``update``; the
+        charge covers every period of the horizon and is made here, before the
+        first period's noise.
+        """
+        from types import SimpleNamespace
+
+        from fedeval.monitoring import Monitor
+
+        self._forbid(options)
+        self._admit(privacy)
+        options.setdefault("score_range", tuple(self.data.score_range))
+        before = len(self._ledger.entries)
+        mon = Monitor(privacy, rng=self._gen, ledger=self._ledger, **options)
+        self._record(
+            f"monitor ({mon.horizon} periods)",
+            privacy,
+            before,
+            SimpleNamespace(receipt=mon.receipt()),
+        )
+        return mon
 
     def plan(self, privacy: PrivacyModel, **options: Any) -> ContextPlan:
         """Parameters, predicted errors, and the budget left after an evaluation under ``privacy``.

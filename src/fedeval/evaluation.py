@@ -33,13 +33,16 @@ from fedeval.exceptions import SmallDataWarning
 from fedeval.metrics.auc import BucketStrategy, roc_auc_score
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.dense import (
+    RARE_CLASS_EXAMPLES,
     BoundaryCounts,
     auc_bucketization_bound,
     boundary_counts,
     delong_auc_se,
     dense_ap_se,
     dense_auc_se,
-    pointwise_band,
+    dense_band_se,
+    dense_roc_auc,
+    effective_examples,
 )
 from fedeval.metrics.precision_recall import (
     PRStrategy,
@@ -181,6 +184,9 @@ class Evaluation(ReceiptAccessors):
     def roc_auc(self) -> float:
         """ROC AUC; by default the trapezoid area of :meth:`roc_curve` (H_B over every bin of
         the curves' level, Cormode–Markov eq. 5), see :func:`fedeval.metrics.roc_auc_score`."""
+        if self.parameters["auc_buckets"] == "dense":
+            # The same projected counts as the curves and the SEs (computed once).
+            return dense_roc_auc(self.counts)
         return self._auc_of(self.tree)
 
     @cached_property
@@ -274,8 +280,8 @@ class Evaluation(ReceiptAccessors):
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Pointwise uncertainty band of TPR over a grid of FPR.
 
-        Delta method (:func:`fedeval.metrics.dense.pointwise_band`) on the dense
-        curve's threshold standard errors; the parametric bootstrap with
+        Delta method through the dense curve's shrinkage and projections, with
+        its bias (:func:`fedeval.metrics.dense.dense_band_se`); the parametric bootstrap with
         ``standard_errors="bootstrap"`` or the quantile curve.
 
         Returns
@@ -292,17 +298,10 @@ class Evaluation(ReceiptAccessors):
             return grid, nan, nan.copy()
         if self._closed_form and self._method == "dense":
             fpr, tpr, _ = self.roc_curve()
-            pts = self._point_se
-            lo, hi = pointwise_band(
-                fpr,
-                tpr,
-                pts.fpr_se[::-1],
-                pts.recall_se[::-1],
-                grid,
-                _z(level),
-                se_at=pts.fpr[::-1],
-            )
-            return grid, lo, hi
+            se = dense_band_se(self.tree, self.counts, grid, kind="roc")
+            centre = np.interp(grid, fpr, tpr)
+            z = _z(level)
+            return grid, np.clip(centre - z * se, 0.0, 1.0), np.clip(centre + z * se, 0.0, 1.0)
 
         def tpr_on_grid(tree: HierarchicalHistogram) -> NDArray[np.float64]:
             if not _defined(tree):
@@ -332,10 +331,10 @@ class Evaluation(ReceiptAccessors):
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Pointwise uncertainty band of precision over a grid of recall (delta method).
 
-        From the dense curve's threshold standard errors
-        (:func:`fedeval.metrics.dense.pointwise_band`); NaN when the release is
-        not :attr:`defined`, the curve is not the dense one, or no threshold has a
-        defined precision (a noisy release can leave none). Zero width without noise.
+        The SE of precision at fixed recall through the dense curve's shrinkage
+        and projections, with its bias (:func:`fedeval.metrics.dense.dense_band_se`);
+        NaN when the release is
+        not :attr:`defined` or the curve is not the dense one. Zero width without noise.
         """
         grid = (
             np.linspace(0, 1, 101)
@@ -347,32 +346,10 @@ class Evaluation(ReceiptAccessors):
             return grid, nan, nan.copy()
         precision, recall, _ = self.precision_recall_curve()
         order = np.argsort(recall, kind="stable")
-        pts = self._point_se
-        ok = np.isfinite(pts.precision_se) & np.isfinite(pts.precision)
-        if not ok.any():  # a noisy release can leave no threshold with a defined precision
-            return grid, nan, nan.copy()
-        se_order = np.argsort(pts.recall[ok], kind="stable")
-        lo, hi = pointwise_band(
-            recall[order],
-            precision[order],
-            pts.recall_se[ok][se_order],
-            pts.precision_se[ok][se_order],
-            grid,
-            _z(level),
-            se_at=pts.recall[ok][se_order],
-        )
-        return grid, lo, hi
-
-    @cached_property
-    def _point_se(self) -> ThresholdMetrics:
-        """Threshold metrics (with SEs) at up to 1,024 boundaries of the dense curves' level.
-
-        Standard errors vary smoothly along the curve, so the bands interpolate
-        them between these points (the bands' centre is the full curve).
-        """
-        edges = self.counts.edges[:-1]
-        step = max(1, -(-edges.size // 1024))
-        return threshold_metrics(self.tree, edges[::step])
+        se = dense_band_se(self.tree, self.counts, grid, kind="pr")
+        centre = np.interp(grid, recall[order], precision[order])
+        z = _z(level)
+        return grid, np.clip(centre - z * se, 0.0, 1.0), np.clip(centre + z * se, 0.0, 1.0)
 
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
@@ -472,6 +449,20 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
                     f"{_CLASS_NAMES[c]} ≈ {totals[c]:.1f} ± {se[c]:.2g}" for c in (weak or (0, 1))
                 )
             )
+    # The information the release holds about each class (metrics.dense.effective_examples).
+    n_eff = effective_examples(tree) if defined else np.zeros(2)
+    if defined and float(np.min(n_eff)) < RARE_CLASS_EXAMPLES:
+        reasons.append(
+            "the release holds about "
+            + " and ".join(f"{n_eff[c]:.1f} effective {_CLASS_NAMES[c]}" for c in (1, 0))
+            + " (noise-free examples that would pin the class's ECDF as well); below "
+            f"{RARE_CLASS_EXAMPLES:g} the AUC and AP mostly reflect the other class and their "
+            "standard errors are widened to cover that"
+        )
+    elif reasons and defined:
+        reasons.append(
+            f"effective positives ≈ {n_eff[1]:.1f}, effective negatives ≈ {n_eff[0]:.1f}"
+        )
     if not reasons:
         return
     warnings.warn(
@@ -602,6 +593,34 @@ def resolve_parameters(
     return chosen, params
 
 
+def _refuse_unused_curve_options(
+    curve: str, n_quantiles: int | None, interpolation: str, pr_strategy: str
+) -> None:
+    """ValueError for a quantile-curve option given with the dense curve, which ignores it.
+
+    ``n_quantiles`` counts as given when it is not None; ``interpolation`` and
+    ``pr_strategy`` when they differ from their defaults ("pchip", "separate"),
+    which callers such as the command line pass whatever the curve.
+    """
+    if curve != "dense":
+        return
+    given = [
+        name
+        for name, value, default in (
+            ("n_quantiles", n_quantiles, None),
+            ("interpolation", interpolation, "pchip"),
+            ("pr_strategy", pr_strategy, "separate"),
+        )
+        if value != default
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} only shape(s) the quantile curves (Xu-Cormode); the dense "
+            "curve (curve='dense', the default) does not use it and would ignore it: pass "
+            "curve='quantile' to use it, or leave it out"
+        )
+
+
 def evaluate(
     fed: Federation | Scan,
     privacy: PrivacyModel,
@@ -644,12 +663,14 @@ def evaluate(
         Shorthand for ``public=Public(n_examples=...)``: a number of examples
         the caller declares public (a published size or a public bound).
     height, n_buckets, n_quantiles : int, optional
-        Chosen by :func:`fedeval.plan` unless given.
+        Chosen by :func:`fedeval.plan` unless given; ``n_quantiles`` only for
+        ``curve="quantile"`` (an error with the dense curve, which ignores it).
     branching : int
     interpolation : {"pchip", "linear"}
-        ECDF reconstruction from quantiles (Xu–Cormode §3.1), for ``curve="quantile"``.
+        ECDF reconstruction from quantiles (Xu–Cormode §3.1), for ``curve="quantile"``
+        only: "linear" with the dense curve is an error.
     pr_strategy : {"separate", "combine"}
-        For ``curve="quantile"``.
+        For ``curve="quantile"`` only: "combine" with the dense curve is an error.
     auc_buckets : {"dense", "equi-depth", "uniform"}
         "dense" (default): the AUC is the trapezoid area of the dense ROC curve
         (H_B over every bin of its level); the others are H_B over ``n_buckets``
@@ -677,10 +698,17 @@ def evaluate(
     -------
     Evaluation
 
+    See Also
+    --------
+    fedeval.evaluate : the public entry point, which also takes ``slices``
+        (:func:`fedeval.entry_points.evaluate`).
+
     Raises
     ------
     ValueError
-        Multiclass data, bad parameters; without differential privacy
+        Multiclass data, bad parameters, a quantile-curve option (``n_quantiles``,
+        a non-default ``interpolation`` or ``pr_strategy``) with the dense curve;
+        without differential privacy
         (secure aggregation) also a class with no examples (AUC undefined).
     BudgetExceededError
         The ledger cannot afford the release; nothing is released.
@@ -726,7 +754,6 @@ def evaluate(
     if fed.kind != "binary":  # multiclass: one release of the multiclass sketch
         assert isinstance(fed, Federation)  # a Scan is always binary
         given = {
-            "n_examples": n_examples is not None,
             "height": height is not None,
             "branching": branching != 2,
             "n_buckets": n_buckets is not None,
@@ -747,8 +774,11 @@ def evaluate(
                 f"multiclass Federation ({fed.n_classes} classes); use "
                 "fedeval.evaluate_multiclass(fed, privacy, n_bins=..., ...) for its options"
             )
-        return evaluate_multiclass(fed, privacy, path=path, rng=rng, ledger=ledger, public=public)
+        return evaluate_multiclass(
+            fed, privacy, n_examples=n_examples, path=path, rng=rng, ledger=ledger, public=public
+        )
     check_int_at_least(bootstrap_replicates, 2, name="bootstrap_replicates")
+    _refuse_unused_curve_options(curve, n_quantiles, interpolation, pr_strategy)
     private = getattr(privacy, "regime", None) != "exact"
     if not private:
         # No differential privacy: the exact counts are what the release shows anyway.

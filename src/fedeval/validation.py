@@ -23,14 +23,24 @@ __all__ = [
 ]
 
 
+#: The smallest ε accepted: below it the noise's α = e^(−ε/Δ) rounds to 1 in double
+#: precision (ε = 1e-300 gave "alpha must lie in [0, 1), got 1.0").
+MIN_EPSILON = 1e-9
+
+
 def check_epsilon(epsilon: Any, *, name: str = "epsilon") -> float:
-    """A finite privacy parameter ε > 0."""
+    """A finite privacy parameter ε ≥ :data:`MIN_EPSILON`."""
     try:
         value = float(epsilon)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a positive number, got {epsilon!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    if value < MIN_EPSILON:
+        raise ValueError(
+            f"{name} must be at least {MIN_EPSILON:g} (smaller values make the noise infinite "
+            f"in double precision), got {epsilon!r}"
+        )
     return value
 
 
@@ -105,7 +115,7 @@ def check_scores(
     if outside.any():
         bad = int(np.flatnonzero(outside)[0])
         raise ValueError(
-            f"{name} must lie in score_range [{lo}, {hi}]; index {bad} has {arr[bad]!r}. "
+            f"{name} must lie in score_range [{lo}, {hi}]; index {bad} has {arr[bad].item()!r}. "
             "Pass score_range=(low, high) for another domain."
         )
     return arr
@@ -125,5 +135,5 @@ def check_binary_labels(labels: Any, *, name: str = "labels") -> NDArray[np.int8
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
-        raise ValueError(f"{name} must be 0 or 1; index {bad} has {arr[bad]!r}")
+        raise ValueError(f"{name} must be 0 or 1; index {bad} has {arr[bad].item()!r}")
     return arr.astype(np.int8, copy=False)

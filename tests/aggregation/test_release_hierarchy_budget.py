@@ -53,7 +53,9 @@ def test_split_release_charges_h_entries_of_eps_over_h(fed: Federation) -> None:
 
 
 def test_other_releases_charge_one_entry(fed: Federation) -> None:
-    assign = release_hierarchy(fed, DistributedDP(1.0), height=3, level_budget="assign", rng=0)
+    assign = release_hierarchy(
+        fed, DistributedDP(1.0, neighbouring="replace"), height=3, level_budget="assign", rng=0
+    )
     assert [e.epsilon for e in assign.ledger_entries] == [1.0]
     skellam = release_hierarchy(
         fed, DistributedDP(1.0, noise="skellam", delta=1e-6), height=3, rng=0

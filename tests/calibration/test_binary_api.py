@@ -47,17 +47,18 @@ def test_same_rng_same_calibrator() -> None:
     assert not np.array_equal(a.predict_proba(fed.scores), c.predict_proba(fed.scores))
 
 
-@pytest.mark.parametrize("method", ["temperature", "vector", "matrix", "op-vector"])
-def test_scaling_on_binary_scores_is_explained(method: str) -> None:
+@pytest.mark.parametrize("method", ["vector", "matrix", "op-vector", "fedcal"])
+def test_multiclass_scaling_on_binary_scores_is_explained(method: str) -> None:
     with pytest.raises(ValueError, match="binary scores") as info:
         calibrate(_binary_fed(), SecureAggregation(), method=method)  # type: ignore[arg-type]
-    assert "binning" in str(info.value) and "bbq" in str(info.value)
+    for binary in ("binning", "bbq", "temperature", "platt", "auto"):
+        assert binary in str(info.value)
 
 
 def test_unknown_method_and_bad_inputs() -> None:
     fed = _binary_fed()
-    with pytest.raises(ValueError, match="unknown calibration method 'platt'"):
-        calibrate(fed, SecureAggregation(), method="platt")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown calibration method 'sigmoid'"):
+        calibrate(fed, SecureAggregation(), method="sigmoid")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="Federation"):
         calibrate(np.zeros(3), SecureAggregation(), method="bbq")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_bins"):
@@ -68,6 +69,8 @@ def test_unknown_method_and_bad_inputs() -> None:
         "binning",
         "bbq",
         "temperature",
+        "platt",
+        "auto",
         "vector",
         "matrix",
         "op-vector",

@@ -100,7 +100,9 @@ def test_privacy_is_recorded_and_charged_once() -> None:
     s, y = _data(5000, 4)
     fed = Federation.from_arrays(s, y)
     ledger = BudgetLedger(1.0)
-    cal = histogram_binning(fed, DistributedDP(1.0), height=5, rng=0, ledger=ledger)
+    cal = histogram_binning(
+        fed, DistributedDP(1.0), height=5, rng=0, ledger=ledger, do_no_harm=False
+    )
     assert cal.guarantee.epsilon == pytest.approx(1.0)
     assert cal.epsilon_spent == pytest.approx(1.0)
     assert ledger.spent_epsilon == pytest.approx(1.0)
@@ -126,7 +128,8 @@ def test_probabilities_are_clamped_under_heavy_noise() -> None:
     filled = total > 0
     raw = pos[filled] / total[filled]
     assert np.any((raw < 0) | (raw > 1))
-    np.testing.assert_array_equal(cal.probabilities[filled], np.clip(raw, 0.0, 1.0))
+    floor = cal.prob_floor  # the clamp to [0, 1], then the public floor
+    np.testing.assert_array_equal(cal.probabilities[filled], np.clip(raw, floor, 1.0 - floor))
     assert np.all(np.diff(cal.edges) > 0)
 
 
@@ -143,9 +146,12 @@ def test_distdp_bin_probability_errors_match_count_variances() -> None:
     fed = Federation.from_arrays(s, y)
     z = []
     for seed in range(10):
-        cal = histogram_binning(fed, DistributedDP(0.3), n_bins=20, height=6, rng=seed)
+        cal = histogram_binning(
+            fed, DistributedDP(0.3), n_bins=20, height=6, rng=seed, do_no_harm=False
+        )
         _, _, frac = _direct_binning(cal.edges, s, y)
-        ok = (cal.probabilities > 0) & (cal.probabilities < 1)  # not clamped
+        floor = cal.prob_floor
+        ok = (cal.probabilities > floor) & (cal.probabilities < 1 - floor)  # not clamped
         z.append(((cal.probabilities - frac) / cal.probabilities_se)[ok])
     zs = np.concatenate(z)
     assert zs.size >= 180

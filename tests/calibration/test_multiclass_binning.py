@@ -62,8 +62,15 @@ def _central_histogram_binning(
 def test_fedbin_one_client_no_noise_equals_central_histogram_binning() -> None:
     p, y = _probs(3000, 5, seed=0)
     fed = Federation.from_arrays(p, y, np.zeros(len(y), dtype=int))
+    # The map itself (do no harm may decline it: test_multiclass_do_no_harm.py).
     cal = calibrate_multiclass(
-        fed, SecureAggregation(), method="binning", n_bins=10, weighting="none", rng=0
+        fed,
+        SecureAggregation(),
+        method="binning",
+        n_bins=10,
+        weighting="none",
+        rng=0,
+        do_no_harm=False,
     )
     x, _ = _probs(500, 5, seed=1)
     np.testing.assert_allclose(
@@ -72,7 +79,13 @@ def test_fedbin_one_client_no_noise_equals_central_histogram_binning() -> None:
     # One client, p = 1: α_j = 1, so the weighted variants agree with it.
     for weighting in ("all", "changed"):
         w = calibrate_multiclass(
-            fed, SecureAggregation(), method="binning", n_bins=10, weighting=weighting, rng=0
+            fed,
+            SecureAggregation(),
+            method="binning",
+            n_bins=10,
+            weighting=weighting,
+            rng=0,
+            do_no_harm=False,
         )
         assert isinstance(w, MulticlassBinningCalibrator)
         np.testing.assert_allclose(w.alpha, 1.0)

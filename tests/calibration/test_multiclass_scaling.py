@@ -125,8 +125,16 @@ def test_scaling_json_round_trip_and_probabilities(family: ScalingFamily) -> Non
     z, y = _overconfident(500, 4, seed=7)
     probs = np.exp(z - logsumexp(z, axis=1, keepdims=True))
     fed = dirichlet(Federation.from_arrays(probs, y), n_clients=5, beta=1.0, rng=0)
+    # The map itself round-trips (a declined one is an identity calibrator:
+    # test_visible_decline.py), so do-no-harm is off here.
     cal = fit_scaling(
-        fed, UserLevelDP(1.0, 1e-5, clip=0.5), family=family, rounds=2, sampling_rate=0.5, rng=0
+        fed,
+        UserLevelDP(1.0, 1e-5, clip=0.5),
+        family=family,
+        rounds=2,
+        sampling_rate=0.5,
+        rng=0,
+        do_no_harm=False,
     )
     back = calibrator_from_json(cal.to_json())
     assert isinstance(back, ScalingCalibrator)

@@ -33,6 +33,7 @@ def test_statistic_sums_match_the_nll_gradient_and_a_finite_difference_hessian(f
     w0 = 1.0 / theta0 if family == "temperature" else theta0
     loss, grad = nll_and_grad(family, w, z, y)
     assert v[1] == pytest.approx(40 * (loss - nll_and_grad(family, w0, z, y)[0]), rel=1e-9)
+    assert v[-1] >= v[1] ** 2 / 40  # Σ Δℓ² ≥ (Σ Δℓ)²/n
     if family != "temperature":  # the calibrator's τ vs Newton's β = 1/τ
         np.testing.assert_allclose(v[2 : 2 + d], 40 * grad, atol=1e-9)
     # Gauss–Newton = exact Hessian for maps linear in θ (vector, matrix, β z):
@@ -40,7 +41,7 @@ def test_statistic_sums_match_the_nll_gradient_and_a_finite_difference_hessian(f
     if family != "op-vector":
         iu = np.triu_indices(d)
         h = np.zeros((d, d))
-        h[iu] = v[2 + d :]
+        h[iu] = v[2 + d : 2 + d + iu[0].size]
         h = h + np.triu(h, 1).T
         eps = 1e-6
         for k in range(d):
@@ -119,7 +120,7 @@ def test_user_level_dp_is_no_worse_than_uncalibrated_within_its_standard_error(f
 def test_do_no_harm_returns_the_identity_with_the_numbers_in_a_warning():
     fed, _, _, z_te, _ = digits_task()
     # A tiny clip leaves the released sums in the noise: nothing can be shown to help.
-    with pytest.warns(UserWarning, match=r"not applied: the estimated change .* ± "):
+    with pytest.warns(UserWarning, match=r"not applied: the estimated held-out change .* ± "):
         cal = calibrate_multiclass(
             fed, UserLevelDP(0.5, 1e-5, clip=1e-3), method="vector", rounds=3, rng=0
         )

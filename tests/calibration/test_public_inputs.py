@@ -153,16 +153,24 @@ def _binary(n_examples: int, n_clients: int = 10, seed: int = 0) -> Federation:
 def _levels(cal: Any) -> int:
     """The height of the released hierarchy, as the receipt publishes it (one part per level)."""
     parts = cal.receipt["sensitivity"].get("parts")
-    return len(parts) if parts else int(cal.receipt["entries"][0]["details"]["parts"])
+    return len(parts) if parts else int(cal.receipt["entries"][-1]["details"]["parts"])
 
 
-def test_default_height_does_not_depend_on_the_number_of_examples() -> None:
+def test_default_height_is_planned_from_a_released_count_not_the_exact_one() -> None:
     # round(M^(1/3)) is 4 at M = 91 and 5 at M = 92: the old rule planned heights 3
-    # and 4 from the exact count and published them in the receipt. The number of
-    # (participating) clients, 10, is public and the same for both.
+    # and 4 from the exact count and published them in the receipt; then (issue 12)
+    # from the number of clients, which is not public under add/remove either
+    # (issue 24). Now from a noisy count released first, listed on the receipt.
     model = fe.DistributedDP(1.0)
-    heights = {_levels(fe.calibrate(_binary(m), model, method="binning", rng=0)) for m in (91, 92)}
-    assert len(heights) == 1
+    for m in (91, 92):
+        cal = fe.calibrate(_binary(m), model, method="binning", rng=0)
+        labels = [e["label"] for e in cal.receipt["entries"]]
+        assert labels[0].startswith("example count") and len(labels) == 1 + _levels(cal)
+        assert cal.epsilon_spent == pytest.approx(1.0)
+    heights = {
+        _levels(fe.calibrate(_binary(91), model, method="binning", rng=seed)) for seed in range(12)
+    }
+    assert len(heights) >= 2  # a function of the noisy count, not of 91
 
 
 def test_a_declared_size_or_a_public_count_plans_the_height() -> None:

@@ -61,9 +61,13 @@ def test_group_order_is_the_stable_argsort_for_wide_ids() -> None:
     from fedeval.data.grouping import group_order
 
     rng = np.random.default_rng(2)
-    for n_groups in (3, 1 << 16, (1 << 16) + 5, 1 << 20):
+    for n_groups in (3, 1 << 16, (1 << 16) + 5, 1 << 20, 1 << 50):
         idx = rng.integers(0, n_groups, 5000)
         np.testing.assert_array_equal(group_order(idx, n_groups), np.argsort(idx, kind="stable"))
+    # keys too wide for one 64-bit word (group << 13 | position): the radix form
+    idx = rng.integers(0, 1 << 52, 5000)
+    np.testing.assert_array_equal(group_order(idx, 1 << 52), np.argsort(idx, kind="stable"))
+    assert group_order(np.zeros(0, dtype=np.int64), 1).shape == (0,)
 
 
 def test_string_client_ids_are_kept() -> None:

@@ -196,3 +196,114 @@ def test_calibrate_accepts_a_scan(tmp_path: Path) -> None:
     )
     grid = np.linspace(0, 1, 11)
     np.testing.assert_array_equal(a.predict_proba(grid), b.predict_proba(grid))
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["dense", "gaps", "marked", "wide", "negative", "strings", "to-marked", "to-merged"],
+    ids=lambda k: f"ids-{k}",
+)
+def test_client_ids_of_every_kind_give_the_in_memory_index(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids 0..K-1 (their own index), small ids with gaps (counted, a lookup table), ids
+    from 2^23 (marked present, sizes in a second pass), ids past 2^28, negative ids and
+    strings (sorted merges), and streams that move from one kind to the next half-way:
+    the streamed dense index, sizes and releases equal the in-memory federation's."""
+    import sys
+
+    monkeypatch.setattr(sys.modules["fedeval.data.scan"], "_COUNT_EVERY", 1000)  # count often
+    s, y, c = _data(3000, 90)
+    half = np.arange(c.size) >= c.size // 2
+    ids: Any = {
+        "dense": c,
+        "gaps": 7 * c + 3,
+        "marked": c + (1 << 24),
+        "wide": c + (1 << 40),
+        "negative": c - 45,
+        "strings": np.array([f"u{k:03d}" for k in c]),
+        "to-marked": np.where(half, c + (1 << 24), c),
+        "to-merged": np.where(half, c + (1 << 40), c),
+    }[kind]
+    d = tmp_path / "ids"
+    d.mkdir()
+    pq.write_table(pa.table({"score": s, "label": y, "client": ids}), d / "a.parquet")
+    src = fe.scan(d, client="client", batch_size=400)
+    fed = fe.Federation.from_arrays(s, y, ids)
+    np.testing.assert_array_equal(src.client_ids(), fed.client_ids)
+    np.testing.assert_array_equal(src.client_sizes, fed.client_sizes)
+    np.testing.assert_array_equal(src.to_federation().client_index, fed.client_index)
+    # LDP with clients assigned to levels reads every row's client index
+    for privacy, layout in ((fe.LocalDP(5.0), "assign"), (fe.DistributedDP(1.0), "split")):
+        a = fe.evaluate(src, privacy, rng=3, height=4, level_budget=layout)
+        b = fe.evaluate(fed, privacy, rng=3, height=4, level_budget=layout)
+        assert _levels_equal(a, b)
+
+
+def test_an_encoder_that_ignores_clients_reads_no_client_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Example-level DistDP with a client column: the client column is read once, alone,
+    to count the clients; the encoding pass reads scores and labels only. Same release
+    as in memory, for the same seed."""
+    import sys
+
+    s, y, c = _data()
+    d = _write_parts(tmp_path, s, y, c)
+    scan_type = sys.modules["fedeval.data.scan"].Scan
+    read = scan_type._column_batches
+    passes: list[list[str]] = []
+
+    def recording(self: Any, columns: Any, *args: Any) -> Any:
+        passes.append(list(columns))
+        return read(self, columns, *args)
+
+    monkeypatch.setattr(scan_type, "_column_batches", recording)
+    src = fe.scan(d, client="client", batch_size=700)
+    a = fe.evaluate(src, fe.DistributedDP(1.0), rng=6, height=6)
+    assert passes == [["client"], ["score", "label"]]
+    b = fe.evaluate(fe.Federation.from_arrays(s, y, c), fe.DistributedDP(1.0), rng=6, height=6)
+    assert _levels_equal(a, b)
+
+
+def test_a_binding_client_bound_stays_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client-level contribution bound on a local scan is applied batch by batch: nothing
+    is read into memory, every client keeps min(size, B) of its own rows, and every pass
+    over the bounded scan keeps the same rows."""
+    import sys
+
+    from fedeval.aggregation.paths import bound_contributions
+
+    s, y, c = _data(6000, 40)  # ~150 rows per client, over 3 files of 500-row groups
+    d = _write_parts(tmp_path, s, y, c)
+    src = fe.scan(d, client="client", batch_size=300)
+    scan_type = sys.modules["fedeval.data.scan"].Scan
+    monkeypatch.setattr(scan_type, "to_federation", _refuse)
+    bounded = bound_contributions(src, 30, np.random.default_rng(4))
+    assert bounded is not src
+    np.testing.assert_array_equal(bounded.client_sizes, np.minimum(src.client_sizes, 30))
+    assert bounded.n_examples == int(np.minimum(src.client_sizes, 30).sum())
+    passes = []
+    for _ in range(2):
+        parts = list(bounded.batches())  # type: ignore[union-attr]
+        scores = np.concatenate([b.scores for b in parts])
+        index = np.concatenate([b.clients for b in parts])
+        passes.append((scores, index))
+        np.testing.assert_array_equal(np.bincount(index, minlength=40), bounded.client_sizes)
+    np.testing.assert_array_equal(passes[0][0], passes[1][0])
+    rows = np.searchsorted(np.sort(s), passes[0][0])
+    owner = c[np.argsort(s)][rows]  # every kept score is one of its own client's
+    np.testing.assert_array_equal(src.client_ids()[passes[0][1]], owner)
+    # Through evaluate: the released total counts B rows per client. ε = 50 over h = 3
+    # levels with Δ = B = 30 per level: discrete Laplace a = exp(-50/90), sd ≈ 2.1 per
+    # node, so the total of the 4 level-1 nodes has sd < 5.
+    ev = fe.evaluate(
+        src, fe.DistributedDP(50.0, unit="client", contribution_bound=30), rng=1, height=3
+    )
+    assert abs(ev.tree.totals().sum() - 30 * 40) < 30
+
+
+def _refuse(*args: object, **kwargs: object) -> None:
+    raise AssertionError("read into memory")

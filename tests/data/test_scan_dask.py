@@ -139,3 +139,33 @@ def fed_frame(s: Any, y: Any, c: Any) -> Any:
     import pandas as pd
 
     return pd.DataFrame({"score": s, "label": y, "client": c})
+
+
+def test_dask_encoding_is_one_pass_unless_rows_are_the_clients(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An encoder that does not read clients (the hierarchy) costs one pass over the
+    partitions: no partition lengths first. One that reads the row number as the client
+    (clients assigned to levels, no client column) needs them, and its release equals the
+    in-memory one for the same seed."""
+    s, y, c = _data()
+    d = _partitioned(tmp_path, s, y, c)
+    ddf = dd.read_parquet(str(d))
+    fed = fe.Federation.from_arrays(s, y)
+    frame_type = type(ddf)
+    lengths = frame_type.map_partitions
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a pass over the partitions' lengths")
+
+    monkeypatch.setattr(frame_type, "map_partitions", refuse)
+    a = fe.evaluate(fe.scan(ddf), fe.DistributedDP(1.0), rng=3, height=5)
+    b = fe.evaluate(fed, fe.DistributedDP(1.0), rng=3, height=5)
+    for p, q in zip(a.tree.levels, b.tree.levels, strict=True):
+        np.testing.assert_array_equal(p, q)
+    monkeypatch.setattr(frame_type, "map_partitions", lengths)
+    kw: dict[str, Any] = {"rng": 3, "height": 5, "level_budget": "assign"}
+    a = fe.evaluate(fe.scan(ddf), fe.DistributedDP(1.0), **kw)
+    b = fe.evaluate(fed, fe.DistributedDP(1.0), **kw)
+    for p, q in zip(a.tree.levels, b.tree.levels, strict=True):
+        np.testing.assert_array_equal(p, q)

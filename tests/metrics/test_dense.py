@@ -25,10 +25,10 @@ from fedeval.metrics.dense import (
     boundary_counts,
     dense_ap_se,
     dense_auc_se,
-    project_children_to_simplex,
     wiener_levels,
 )
 from fedeval.postprocess.bootstrap import bootstrap_values
+from fedeval.postprocess.tables import project_children_to_simplex
 from fedeval.sketches.tree import prefix_leaf_weights
 
 
@@ -79,26 +79,36 @@ def test_secure_aggregation_matches_sklearn_within_the_bucketization_bound() -> 
 @pytest.mark.statistical
 @pytest.mark.parametrize("privacy", PRIVACY, ids=lambda p: p.name)
 def test_delta_method_agrees_with_bootstrap(privacy: object) -> None:
+    """Median over 5 releases of bootstrap SD / delta-method SE, for the AUC and the AP.
+
+    150 replicates: one bootstrap SD has relative error ~ 1/sqrt(2·149) ≈ 6 %. The
+    delta method linearises the monotone projection and the ratio of noisy counts;
+    for the AUC one release's ratio is 0.9-1.0, for the AP it spreads 0.5-1.2 from
+    release to release (the AP's curvature at the noisy top of the ranking), so
+    the claim tested is the median over releases: within [0.6, 1.25].
+    """
     s, y = _data()
-    ev = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=5)
-    tree = ev.tree
-    level = ev.counts.level
+    ratios: dict[str, list[float]] = {"auc": [], "ap": []}
+    for seed in range(5, 10):
+        ev = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed)
+        tree = ev.tree
+        level = ev.counts.level
 
-    def auc(t: object) -> float:
-        return fe.metrics.roc_auc_score(t, level=level)
+        def auc(t: object, level: int = level) -> float:
+            return fe.metrics.roc_auc_score(t, level=level)
 
-    def ap(t: object) -> float:
-        return fe.metrics.average_precision_score(t, level=level)
+        def ap(t: object, level: int = level) -> float:
+            return fe.metrics.average_precision_score(t, level=level)
 
-    # 150 replicates: the bootstrap SD has relative error ~ 1/sqrt(2·149) ≈ 6 %, so 1.25 is
-    # > 3 of its SDs above 1. The delta method linearises the monotone projection and the
-    # ratio of noisy counts; measured boot/delta 0.75-1.01 here, hence 0.6 below.
-    cases = ((auc, dense_auc_se(tree, ev.counts), 0.6), (ap, dense_ap_se(tree, ev.counts), 0.6))
-    for stat, delta, low in cases:
-        values = np.asarray(bootstrap_values(tree, stat, replicates=150, rng=1))
-        boot = float(np.std(values, ddof=1))
-        assert delta > 0
-        assert low * delta <= boot <= 1.25 * delta
+        for name, stat, delta in (
+            ("auc", auc, dense_auc_se(tree, ev.counts)),
+            ("ap", ap, dense_ap_se(tree, ev.counts)),
+        ):
+            values = np.asarray(bootstrap_values(tree, stat, replicates=150, rng=1))
+            assert delta > 0
+            ratios[name].append(float(np.std(values, ddof=1)) / delta)
+    for name, r in ratios.items():
+        assert 0.6 <= float(np.median(r)) <= 1.25, (name, r)
 
 
 def test_threshold_standard_errors_equal_the_full_covariance() -> None:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from fedeval.ecdf.grid import equal_width_grid
 from fedeval.metrics.hosmer_lemeshow import hosmer_lemeshow
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
@@ -17,27 +18,42 @@ from fedeval.sketches.group_sums import GroupSumsSketch
 from fedeval.sketches.prefix_tree import PrefixTreeSketch
 
 
-def _direct_hl(p: np.ndarray, y: np.ndarray, q: int) -> tuple[float, np.ndarray]:
-    """Textbook computation: sort, cut at the inverted-CDF q/Q quantiles, loop over groups.
+def _r_type7_quantile(sorted_p: np.ndarray, level: float) -> float:
+    """R's default ``quantile(type = 7)``, written out: x[h] + (h - floor h)(x[h+1] - x[h]),
+    h = (n - 1)·level (0-based), as in Hyndman & Fan (1996), definition 7."""
+    h = (sorted_p.size - 1) * level
+    lo = int(np.floor(h))
+    hi = min(lo + 1, sorted_p.size - 1)
+    return float(sorted_p[lo] + (h - lo) * (sorted_p[hi] - sorted_p[lo]))
 
-    Groups are left-closed, [t_{q-1}, t_q) (the last one also holds 1): the
-    library's one bin convention (changed on purpose from right-closed groups).
+
+def _direct_hl(p: np.ndarray, y: np.ndarray, q: int) -> tuple[float, np.ndarray]:
+    """Textbook deciles of risk, as R's ``ResourceSelection::hoslem.test`` cuts them.
+
+    ``cut(yhat, breaks = quantile(yhat, probs = seq(0, 1, 1/g)), include.lowest = TRUE)``:
+    type-7 quantiles and right-closed groups (t_{q-1}, t_q], the first also holding
+    its lower end. Written with loops over the sorted examples, independently of the
+    library's searchsorted.
     """
+    ps = np.sort(p)
     order = np.argsort(p, kind="stable")
-    ps, ys = p[order], y[order]
-    n = p.size
-    cuts = [ps[max(int(np.ceil(n * k / q)), 1) - 1] for k in range(1, q)]
+    ys = y[order]
+    cuts = [_r_type7_quantile(ps, k / q) for k in range(1, q)]
+    groups = np.empty(p.size, dtype=int)
+    for i, value in enumerate(ps):
+        k = 0
+        while k < q - 1 and value > cuts[k]:
+            k += 1
+        groups[i] = k
     h = 0.0
     sizes = []
-    lo = -np.inf
     for k in range(q):
-        hi = cuts[k] if k < q - 1 else np.inf
-        in_group = (ps >= lo) & (ps < hi)
+        in_group = groups == k
         o1, e1 = ys[in_group].sum(), ps[in_group].sum()
         o0, e0 = in_group.sum() - o1, in_group.sum() - e1
-        h += (o1 - e1) ** 2 / e1 + (o0 - e0) ** 2 / e0
+        if in_group.any():
+            h += (o1 - e1) ** 2 / e1 + (o0 - e0) ** 2 / e0
         sizes.append(in_group.sum())
-        lo = hi
     return h, np.array(sizes)
 
 
@@ -67,21 +83,44 @@ def test_exact_matches_direct_computation(seed: int, groups: int) -> None:
 
 
 def test_worked_example_by_hand() -> None:
-    # Q = 3: the inverted-CDF 1/3 and 2/3 quantiles are t1 = 0.2 and t2 = 0.5. Groups are
-    # left-closed, [0, 0.2) | [0.2, 0.5) | [0.5, 1]: (0.1 | 0.2, 0.4 | 0.5, 0.8, 0.9),
-    # labels 0 | 1 0 | 1 1 1.
+    # Q = 3, n = 6: the type-7 1/3 and 2/3 quantiles are 0.2 + (5/3 - 1)(0.4 - 0.2) = 1/3 and
+    # 0.5 + (10/3 - 3)(0.8 - 0.5) = 0.6. Groups are right-closed, [0, 1/3] | (1/3, 0.6] |
+    # (0.6, 1]: (0.1, 0.2 | 0.4, 0.5 | 0.8, 0.9), two examples each; labels 0 1 | 0 1 | 1 1.
     p = np.array([0.1, 0.2, 0.4, 0.5, 0.8, 0.9])
     y = np.array([0, 1, 0, 1, 1, 1])
-    # group 1: O1=0, E1=0.1, O0=1, E0=0.9 -> 0.01/0.1 + 0.01/0.9
-    # group 2: O1=1, E1=0.6, O0=1, E0=1.4 -> 0.16/0.6 + 0.16/1.4
-    # group 3: O1=3, E1=2.2, O0=0, E0=0.8 -> 0.64/2.2 + 0.64/0.8
-    expected_h = 0.01 / 0.1 + 0.01 / 0.9 + 0.16 / 0.6 + 0.16 / 1.4 + 0.64 / 2.2 + 0.64 / 0.8
+    # group 1: O1=1, E1=0.3, O0=1, E0=1.7 -> 0.49/0.3 + 0.49/1.7
+    # group 2: O1=1, E1=0.9, O0=1, E0=1.1 -> 0.01/0.9 + 0.01/1.1
+    # group 3: O1=2, E1=1.7, O0=0, E0=0.3 -> 0.09/1.7 + 0.09/0.3
+    expected_h = 0.49 / 0.3 + 0.49 / 1.7 + 0.01 / 0.9 + 0.01 / 1.1 + 0.09 / 1.7 + 0.09 / 0.3
     res = hosmer_lemeshow(p, y, groups=3)
-    np.testing.assert_allclose(res.thresholds, [0.0, 0.2, 0.5, 1.0])
-    np.testing.assert_allclose(res.observed, [[1, 0], [1, 1], [0, 3]])
-    np.testing.assert_allclose(res.expected, [[0.9, 0.1], [1.4, 0.6], [0.8, 2.2]])
+    np.testing.assert_allclose(res.thresholds, [0.0, 1 / 3, 0.6, 1.0])
+    np.testing.assert_allclose(res.observed, [[1, 1], [1, 1], [0, 2]])
+    np.testing.assert_allclose(res.expected, [[1.7, 0.3], [1.1, 0.9], [0.3, 1.7]])
     assert res.statistic == pytest.approx(expected_h)
     assert res.p_value == pytest.approx(stats.chi2.sf(expected_h, 1))
+
+
+def test_exact_statistic_uses_equal_count_deciles_of_risk() -> None:
+    """Issue 27: 5,000 uniform probabilities fall into ten groups of exactly 500.
+
+    The statistic equals the sum over ten consecutive blocks of 500 sorted examples
+    (the textbook "deciles of risk"), written here without quantiles at all. The
+    previous convention (inverted-CDF cut points, left-closed groups) put 499 in the
+    first group and 501 in the last and gave 6.0848 against the textbook 6.6881 on
+    this sample.
+    """
+    rng = np.random.default_rng(0)
+    p = rng.random(5000)
+    y = (rng.random(5000) < p).astype(int)
+    res = hosmer_lemeshow(p, y)
+    np.testing.assert_array_equal(res.observed.sum(axis=1), np.full(10, 500))
+    order = np.argsort(p, kind="stable")
+    textbook = 0.0
+    for block in np.split(order, 10):
+        n, o1, e1 = block.size, y[block].sum(), p[block].sum()
+        textbook += (o1 - e1) ** 2 / e1 + ((n - o1) - (n - e1)) ** 2 / (n - e1)
+    assert textbook == pytest.approx(6.688147, abs=1e-6)
+    assert res.statistic == pytest.approx(textbook, rel=1e-12)
 
 
 def test_private_release_spends_exactly_epsilon_with_the_paper_split() -> None:
@@ -175,12 +214,12 @@ def test_add_remove_does_not_treat_n_as_public() -> None:
     assert not any("released count" in step for step in rep.post_processing)
 
 
-def _left_closed_sums(
+def _right_closed_sums(
     p: np.ndarray, y: np.ndarray, thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """True (Q, 2) observed and expected tables for given edges, groups [t_{q-1}, t_q)."""
+    """True (Q, 2) observed and expected tables for given edges, groups (t_{q-1}, t_q]."""
     q = thresholds.size - 1
-    g = np.searchsorted(thresholds[1:-1], p, side="right")
+    g = np.searchsorted(thresholds[1:-1], p, side="left")
     obs = np.stack([np.bincount(g, 1 - y, q), np.bincount(g, y, q)], axis=1)
     exp = np.stack([np.bincount(g, 1 - p, q), np.bincount(g, p, q)], axis=1)
     return obs, exp
@@ -237,7 +276,7 @@ def test_fast_and_faithful_paths_agree_in_distribution() -> None:
                 rng=r,
                 path=path,  # type: ignore[arg-type]
             )
-            true_obs, true_exp = _left_closed_sums(p, y, res.thresholds)
+            true_obs, true_exp = _right_closed_sums(p, y, res.thresholds)
             parts["obs"].append((res.observed - true_obs).ravel())
             # Cells whose true sum is >= 15 are floored at min_expected with probability
             # e^{-15}/2: their error is the noise. (Chosen from the cut points, which are
@@ -289,3 +328,24 @@ def test_bad_inputs() -> None:
         hosmer_lemeshow(p, y, epsilon=1.0, path="slow")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="probs"):
         hosmer_lemeshow(np.where(np.arange(100) == 2, np.nan, p), y)
+
+
+def test_private_groups_are_right_closed_like_the_at_most_ecdf() -> None:
+    """The private cut points are grid points t with F̂(t) = #{p ≤ t}/n ≥ q/Q, so the
+    examples at t belong below the cut: groups (t_{q-1}, t_q], as the exact statistic.
+
+    Without noise (secure aggregation) and probabilities on the 2^L-point grid,
+    several examples sit exactly on every cut point; each group's observed and
+    expected sums must be those of the right-closed groups."""
+    rng = np.random.default_rng(3)
+    p = equal_width_grid(0.0, 1.0, 16)[rng.integers(1, 15, 400)]
+    y = (rng.random(400) < p).astype(int)
+    res = hosmer_lemeshow(p, y, SecureAggregation(), height=4, groups=4)
+    cuts = res.thresholds[1:-1]
+    assert np.isin(cuts, p).all()  # every cut point holds examples
+    obs, exp = _right_closed_sums(p, y, res.thresholds)
+    np.testing.assert_allclose(res.observed, obs)
+    np.testing.assert_allclose(res.expected, exp, atol=1e-9)
+    # The exact cut points of these data give the same groups.
+    exact = hosmer_lemeshow(p, y, groups=4)
+    np.testing.assert_allclose(exact.observed, obs)

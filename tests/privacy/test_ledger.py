@@ -168,3 +168,60 @@ def test_other_model_options() -> None:
     sa = SecureAggregation()
     assert sa.epsilon == math.inf
     assert sa.unit == "none"
+
+
+# ------------------------------------------------------------- the tight filter
+@pytest.mark.parametrize(
+    ("n_gauss", "n_pure", "delta"),
+    [(1, 0, 1e-5), (12, 0, 1e-5), (52, 0, 5.2e-5), (10, 5, 1e-5), (0, 8, 1e-6), (3, 20, 1e-6)],
+)
+def test_tight_reading_is_never_below_the_optimal_composition(n_gauss, n_pure, delta) -> None:
+    """Soundness against an independent accountant: no valid composition beats the PLD one.
+
+    The same programs, non-adaptive, accounted by dp-accounting's privacy loss
+    distributions (Gaussian releases of σ = 1/√(2ρ) at unit sensitivity, Laplace
+    releases of ε): the filter's ε at the same δ can only be larger.
+    """
+    from dp_accounting import ComposedDpEvent, GaussianDpEvent, LaplaceDpEvent
+    from dp_accounting.pld import PLDAccountant
+    from scipy.optimize import brentq
+
+    from fedeval.privacy.accounting import zcdp_to_approx_dp
+
+    rho = brentq(lambda r: zcdp_to_approx_dp(r, 1e-6) - 1.0, 1e-6, 1.0)
+    eps_pure = 0.3
+    ledger = BudgetLedger(math.inf, delta, composition="tight")
+    entries = [LedgerEntry(f"g{i}", 1.0, 1e-6, "example", rho=rho) for i in range(n_gauss)]
+    entries += [LedgerEntry(f"p{i}", eps_pure, 0.0, "example") for i in range(n_pure)]
+    ledger.charge_all(entries)
+    sigma = 1.0 / math.sqrt(2.0 * rho)
+    events = [GaussianDpEvent(sigma)] * n_gauss + [LaplaceDpEvent(1.0 / eps_pure)] * n_pure
+    pld = PLDAccountant(value_discretization_interval=1e-4)
+    pld.compose(ComposedDpEvent(events))
+    optimal = pld.get_epsilon(delta)
+    assert ledger.spent_epsilon >= optimal - 1e-6, (ledger.spent_epsilon, optimal)
+    # ...and it is the best of its tracks, each recomputed here from its closed form:
+    # basic composition (δ of its own: 0 for pure releases, else Σδ_i ≤ δ/2) and zCDP
+    # with 0.45 of δ (pure releases cost ε²/2 there).
+    basic = math.fsum(e.epsilon for e in entries)
+    basic_ok = n_gauss * 1e-6 <= 0.5 * delta
+    zcdp = zcdp_to_approx_dp(n_gauss * rho + n_pure * eps_pure**2 / 2, 0.45 * delta)
+    assert ledger.spent_epsilon <= min(basic if basic_ok else math.inf, zcdp) + 1e-9
+
+
+def test_tight_filter_keeps_its_delta_for_the_tracks() -> None:
+    """One Gaussian release at the whole (ε, δ) does not fit the tight filter; basic does."""
+    from fedeval.privacy.accounting import calibrate_noise_multiplier, gaussian_rounds_rdp
+
+    z = calibrate_noise_multiplier(1.0, 1e-5, 20, 0.1)
+    curve = tuple(float(x) for x in gaussian_rounds_rdp(z, 20, 0.1))
+    entry = LedgerEntry("rounds", 1.0, 1e-5, "client", rdp=curve)
+    tight = BudgetLedger(1.0, 1e-5, composition="tight")
+    with pytest.raises(BudgetExceededError, match=r"Gaussian-type|total"):
+        tight.charge_all([entry])
+    assert tight.entries == []
+    basic = BudgetLedger(1.0, 1e-5)
+    basic.charge_all([entry])
+    assert basic.spent_epsilon == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="composition"):
+        BudgetLedger(1.0, composition="loose")  # type: ignore[arg-type]

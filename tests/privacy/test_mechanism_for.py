@@ -38,9 +38,14 @@ def test_distributed_dp_gives_polya_shares_calibrated_to_the_whole_vector() -> N
 def test_skellam_and_assign_layout_charge_one_entry() -> None:
     sk = mechanism_for(fe.DistributedDP(1.0, noise="skellam", delta=1e-6), HIER, n_clients=50)
     assert isinstance(sk.noise, SkellamShareNoise) and len(sk.ledger_entries) == 1
-    assign = mechanism_for(fe.DistributedDP(1.0), HIER, n_clients=50, layout="assign")
+    assign = mechanism_for(
+        fe.DistributedDP(1.0, neighbouring="replace"), HIER, n_clients=50, layout="assign"
+    )
     assert [e.epsilon for e in assign.ledger_entries] == [1.0]
-    assert assign.noise.shares.alpha == pytest.approx(math.exp(-1.0))  # type: ignore[union-attr]
+    # A replaced example moves two counts of its level: L1 = 2, α = e^(-ε/2).
+    assert assign.noise.shares.alpha == pytest.approx(math.exp(-0.5))  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="not public under add/remove"):
+        mechanism_for(fe.DistributedDP(1.0), HIER, n_clients=50, layout="assign")
 
 
 def test_local_dp_always_assigns_parts_and_needs_a_one_hot_sketch() -> None:

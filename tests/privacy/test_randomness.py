@@ -60,25 +60,31 @@ def test_a_seed_under_dp_warns_with_its_own_class_and_the_receipt_says_so() -> N
 
 
 def test_what_the_seeded_receipt_says_is_true_a_known_seed_recovers_the_counts() -> None:
-    """The attack of the finding: same seed on a dataset of zeros gives the noise itself."""
+    """The attack of the finding: the same seed on data the attacker knows gives the noise.
+
+    The fast path's noise does not depend on the data, so releasing a known
+    dataset with the victim's seed and subtracting recovers every exact count.
+    """
+    from fedeval.aggregation import release
+    from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+
+    sketch = HierarchySketch(HierarchySpec(5, 2, (0.0, 1.0), 2))
     fed = _fed()
-    zeros = fe.Federation.from_arrays(np.full(1, 0.5), np.zeros(1, dtype=int))
+    known = fe.Federation.from_arrays(np.array([0.5]), np.array([0]))
+    model = fe.DistributedDP(epsilon=1.0)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", fe.FedevalWarning)
-        secret = fe.evaluate(fed, fe.DistributedDP(epsilon=1.0), public=PUBLIC, height=5, rng=11)
-        known = fe.evaluate(zeros, fe.DistributedDP(epsilon=1.0), public=PUBLIC, height=5, rng=11)
-    exact = fe.evaluate(fed, fe.SecureAggregation(), height=5)
-    noise = np.concatenate([a.ravel() for a in known.tree.levels])
-    zeros_exact = np.concatenate(
-        [a.ravel() for a in fe.evaluate(zeros, fe.SecureAggregation(), height=5).tree.levels]
-    )
-    raw_secret = np.concatenate([a.ravel() for a in secret.tree.raw_levels])
-    raw_known = np.concatenate([a.ravel() for a in known.tree.raw_levels])
-    recovered = raw_secret - (raw_known - zeros_exact)
-    truth = np.concatenate([a.ravel() for a in exact.tree.raw_levels])
-    assert np.array_equal(recovered, truth)
-    assert noise.size == truth.size
-    assert secret.receipt.seeded
+        warnings.simplefilter("ignore", fe.SeededRandomnessWarning)
+        victim = release(fed, sketch, model, rng=11)
+        mine = release(known, sketch, model, rng=11)
+    exact_victim = np.asarray(sketch.encode_clients(fed), dtype=np.float64)
+    exact_mine = np.asarray(sketch.encode_clients(known), dtype=np.float64)
+    recovered = victim.values - (mine.values - exact_mine)
+    assert np.array_equal(recovered, exact_victim)  # every coordinate, error 0
+    assert not np.array_equal(victim.values, exact_victim)  # there was noise
+    assert victim.receipt.seeded
+    # With fresh OS entropy the same subtraction recovers nothing exactly.
+    fresh = release(fed, sketch, model)
+    assert not np.array_equal(fresh.values - (mine.values - exact_mine), exact_victim)
 
 
 def test_headline_examples_show_no_fixed_seed_unless_they_say_simulation() -> None:

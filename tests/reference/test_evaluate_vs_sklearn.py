@@ -48,7 +48,7 @@ def test_sa_curves_match_sklearn_within_area_error(
 ) -> None:
     s, y = generated
     fed = fe.Federation.from_arrays(s, y)
-    ev = fe.evaluate(fed, fe.SecureAggregation(), height=14, n_quantiles=1024)
+    ev = fe.evaluate(fed, fe.SecureAggregation(), height=14, n_quantiles=1024, curve="quantile")
     fpr, tpr, thr = ev.roc_curve()
     f_ref, t_ref, _ = roc_curve(y, s)
     # Xu–Cormode Theorem 4.2: AE_ROC = O(1/Q); with Q = 1024 well below 2/Q.

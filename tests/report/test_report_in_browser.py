@@ -28,6 +28,8 @@ import pytest
 
 import fedeval as fe
 from fedeval.report.calibration_report import write_calibration_report
+from fedeval.report.compare_report import write_compare_report
+from fedeval.report.slice_report import write_slice_report
 
 pytestmark = pytest.mark.slow
 
@@ -134,10 +136,44 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     train, test = fe.partition.split_clients(fed, 0.3, rng=0)
     cal = fe.calibrate(train, fe.DistributedDP(1.0), method="bbq", rng=0)
     cal_paths = write_calibration_report(cal, test.scores, test.labels, out / "cal", source="x.csv")
-    return {"evaluation": paths["html"], "calibration": cal_paths["html"]}
+    # Issue 25: the paired comparison and the per-slice page, under DP.
+    b = np.clip(s + rng.normal(0, 0.08, n), 0, 1)
+    cmp = fe.compare(fed, b, fe.DistributedDP(1.0), rng=4)
+    cmp_paths = write_compare_report(
+        cmp, out / "cmp", thresholds=(0.4, 0.6), margin=0.01, names=("lr", "gb"), source=source
+    )
+    region = rng.choice(["EU", "US", "ASIA", "LATAM"], n)
+    sev = fe.evaluate(
+        fed, fe.DistributedDP(1.0), slices=region, slice_values=["EU", "US", "ASIA"], rng=5
+    )
+    slice_paths = write_slice_report(sev, out / "slices", source=source, slice_name="region")
+    return {
+        "evaluation": paths["html"],
+        "calibration": cal_paths["html"],
+        "comparison": cmp_paths["html"],
+        "slices": slice_paths["html"],
+        "trend": _trend_report(out / "trend"),
+    }
 
 
-@pytest.mark.parametrize("which", ["evaluation", "calibration"])
+def _trend_report(out: Path) -> Path:
+    """A monitor of 16 periods whose model degrades after period 10, with its drift alarms."""
+    from fedeval.report.trend_report import write_trend_report
+
+    rng = np.random.default_rng(5)
+    mon = fe.monitor(fe.DistributedDP(1.0), horizon=16, examples_per_period=2000, rng=6)
+    tests = []
+    for t in range(1, 17):
+        y = rng.integers(0, 2, 2000)
+        a = 1.0 if t <= 10 else 0.5
+        s = 1 / (1 + np.exp(-(a * (2 * y - 1) + rng.normal(0, 1, 2000))))
+        mon.update(fe.Federation.from_arrays(s, y))
+        if t > 4:
+            tests.append(mon.drift(window=4))
+    return write_trend_report(mon, out, window=4, drift=tests, title="browser check")["html"]
+
+
+@pytest.mark.parametrize("which", ["evaluation", "calibration", "comparison", "slices", "trend"])
 def test_report_renders_without_errors_and_every_image_loads(
     reports: dict[str, Path], tmp_path: Path, which: str
 ) -> None:

@@ -24,10 +24,12 @@ import pytest
 from scipy import stats
 
 from fedeval.aggregation import paths, release
-from fedeval.aggregation.paths import bound_contributions
+from fedeval.aggregation.paths import bound_contributions, client_reports, client_vector
 from fedeval.data import Federation
+from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.mechanisms.skellam import SkellamShares
 from fedeval.privacy.models import DistributedDP, LocalDP, SecureAggregation
+from fedeval.privacy.sampling import client_streams
 from fedeval.privacy.sensitivity import Part, Sensitivity
 from fedeval.sketches.base import Sketch
 from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
@@ -297,3 +299,255 @@ def test_ldp_one_example_per_client_fast_and_faithful_agree(
 
 def _refuse(*args: object) -> None:
     raise AssertionError("assign_groups called")
+
+
+def test_streamed_bound_keeps_a_uniform_subset_across_batches() -> None:
+    """A streamed scan is bounded batch by batch (:class:`StreamedBound`): every client
+    keeps exactly min(n_i, B) rows, and every B-subset of its rows is equally likely,
+    wherever the rows lie. Client 0 has 5 rows over 3 batches (one or two per batch:
+    decided row by row); client 2 has 20 rows, 18 of them in one batch (decided as one
+    block: a hypergeometric count and a shuffle); client 1 is at the bound. Over
+    R draws, the C(n, 2) pairs of clients 0 and 2 are tested by chi-square against
+    uniform (p > 1e-4 each)."""
+    from itertools import combinations
+
+    from fedeval.aggregation.streamed_bound import StreamedBound
+
+    clients = np.array([0, 2, 1, 0] + [2] * 18 + [0, 1, 2, 0, 0])
+    batches = [slice(0, 3), slice(3, 22), slice(22, 24), slice(24, 27)]
+    sizes = np.bincount(clients)
+    r_draws = 3000  # 15.8 expected per pair of client 2
+    seen: dict[int, dict[tuple[int, ...], int]] = {0: {}, 2: {}}
+    for seed in range(r_draws):
+        bound = StreamedBound(sizes, 2, seed)
+        keep = np.concatenate([bound(clients[b]) for b in batches])
+        assert keep[clients == 1].all()
+        for c in (0, 2):
+            pair = tuple(int(i) for i in np.flatnonzero(keep & (clients == c)))
+            assert len(pair) == 2
+            seen[c][pair] = seen[c].get(pair, 0) + 1
+    for c in (0, 2):
+        pairs = list(combinations(np.flatnonzero(clients == c).tolist(), 2))
+        observed = np.array([seen[c].get(p, 0) for p in pairs])
+        assert observed.sum() == r_draws
+        assert stats.chisquare(observed).pvalue > P_MIN
+
+
+# ------------------------------------------------- faithful blocks vs the old loop
+def _per_client_loop(
+    fed: Federation,
+    sketch: Sketch,
+    mech: Mechanism,
+    rng: np.random.Generator,
+    groups: np.ndarray | None = None,
+) -> np.ndarray:
+    """The faithful path before issue 28, kept here as the oracle: one client at a time,
+    each with its own stream (``client_streams``), through ``client_vector``; the
+    aggregator's noise last, from the release's generator."""
+    total = np.zeros(sketch.length, dtype=np.int64 if sketch.integer else np.float64)
+    for i, child in enumerate(client_streams(rng, fed.n_clients)):
+        view = fed.client(i)
+        part = None if groups is None else int(groups[i])
+        total = total + client_vector(view.scores, view.labels, i, sketch, mech, child, part=part)
+    if mech.placement == "aggregator" and mech.noise is not None:
+        server = mech.noise.server(sketch.noise_size, rng)
+        assert server is not None
+        total = total + sketch.noise_to_values(server)
+    return total
+
+
+def _rank_sums(n_parties: int = 12, per_party: int = 5) -> tuple[Federation, Sketch]:
+    """A vertical rank-sum release: every label party adds noise to its own two coordinates."""
+    from fedeval.sketches.rank_sums import RankSumSketch
+
+    m = n_parties * per_party
+    ranks = np.arange(m, dtype=np.float64)
+    parties = np.repeat(np.arange(n_parties), per_party)
+    labels = np.random.default_rng(5).integers(0, 2, m)
+    fed = Federation.from_arrays(ranks, labels, parties, score_range=(0.0, m - 1.0))
+    return fed, RankSumSketch(ranks, parties, n_parties, "fixed")
+
+
+@pytest.mark.parametrize(
+    "case", ["polya", "polya-assign", "skellam", "labeldp-owner"], ids=lambda c: c
+)
+def test_faithful_blocks_and_the_per_client_loop_agree(
+    case: str,
+    dlaplace: Callable[..., tuple],
+    two_sample_chi2_pvalue: Callable[..., float],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The faithful path draws every client's share (or own noise) in blocks of clients
+    from the release's generator; the old loop drew each from the client's own stream.
+    Different draws, the same law: over R releases of each, the noise (summed minus
+    true) is compared between the two (chi-square homogeneity, p > 1e-4) and with the
+    closed form (mean within 5σ/√N, variance within 5 standard errors, from the exact
+    fourth moment). Blocks of 7 clients (``FAITHFUL_BLOCK_CELLS`` lowered) so that a
+    release spans several blocks, the last one short."""
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.privacy.models import LabelDP
+    from fedeval.privacy.sampling import assign_groups
+
+    if case == "labeldp-owner":
+        fed, sketch = _rank_sums()
+        model: object = LabelDP(1.0)
+    else:
+        fed = _federation(identical_clients=False)
+        sketch = HierarchySketch(HierarchySpec(HEIGHT))
+        model = (
+            DistributedDP(1.0, noise="skellam", delta=1e-5)
+            if case == "skellam"
+            else DistributedDP(1.0)
+        )
+    layout = "assign" if case == "polya-assign" else None
+    mech = mechanism_for(model, sketch, n_clients=fed.n_clients, layout=layout)  # type: ignore[arg-type]
+    monkeypatch.setattr(paths, "FAITHFUL_BLOCK_CELLS", 7 * sketch.noise_size)
+    assert len(paths.client_blocks(fed.n_clients, sketch.noise_size)) >= 2
+    groups = (
+        assign_groups(fed.n_clients, len(sketch.parts), np.random.default_rng(0))
+        if layout == "assign"
+        else None
+    )
+    exact = np.asarray(
+        paths.sum_vectors(
+            fed,
+            sketch,
+            mechanism_for(SecureAggregation(), sketch, n_clients=fed.n_clients),
+            path="fast",
+            rng=np.random.default_rng(0),
+            groups=groups,
+        ),
+        dtype=np.float64,
+    )
+    samples = {}
+    for name, seed in (("blocks", 11), ("loop", 12)):
+        gen = np.random.default_rng(seed)
+        runs = [
+            paths.sum_vectors(fed, sketch, mech, path="faithful", rng=gen, groups=groups)
+            if name == "blocks"
+            else _per_client_loop(fed, sketch, mech, gen, groups)
+            for _ in range(R)
+        ]
+        samples[name] = (np.stack(runs).astype(np.float64) - exact).ravel()
+    noise = mech.noise
+    assert noise is not None
+    # the closed form of every coordinate's noise: variance and fourth central moment
+    if case == "skellam":
+        mu = noise.shares.mu  # type: ignore[attr-defined]
+        var, mu4 = np.array([2 * mu]), np.array([2 * mu + 3 * (2 * mu) ** 2])
+    else:
+        # discrete Laplace: α = e^(-ε/h) per level (split), e^(-ε) (assign: one level
+        # per client), e^(-1/t) at each label party's scale t (owner)
+        alphas = (
+            np.exp(-1.0 / np.asarray(noise.scale, dtype=np.float64))  # type: ignore[attr-defined]
+            if case == "labeldp-owner"
+            else np.array([math.exp(-1.0 / (1 if layout == "assign" else HEIGHT))])
+        )
+        var, mu4 = (np.array([dlaplace(a)[k] for a in alphas]) for k in (1, 2))
+    np.testing.assert_allclose(noise.variance(fed.n_clients), var if var.size > 1 else var[0])
+    sd = np.sqrt(np.broadcast_to(var, (R, sketch.length)).ravel())
+    kurt = np.broadcast_to(mu4 / var**2, (R, sketch.length)).ravel()
+    for x in samples.values():
+        assert np.all(x == np.round(x))
+        z = x / sd
+        assert abs(z.mean()) <= 5 / math.sqrt(z.size)
+        assert abs(np.mean(z**2) - 1) <= 5 * math.sqrt(np.mean(kurt - 1) / z.size)
+    a, b = (samples[k].astype(np.int64) for k in ("blocks", "loop"))
+    assert two_sample_chi2_pvalue(a, b) > P_MIN
+
+
+def test_faithful_blocks_release_the_old_loop_s_values_where_the_draws_are_unchanged() -> None:
+    """No client noise (secure aggregation: no draw; central DP: the curator's draw comes
+    from the release's generator in both): the same seed gives the very same sum."""
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.privacy.models import CentralDP
+
+    fed = _federation(identical_clients=False)
+    sketch = HierarchySketch(HierarchySpec(HEIGHT))
+    for model in (SecureAggregation(), CentralDP(1.0)):
+        mech = mechanism_for(model, sketch, n_clients=fed.n_clients)
+        a = paths.sum_vectors(fed, sketch, mech, path="faithful", rng=np.random.default_rng(4))
+        b = _per_client_loop(fed, sketch, mech, np.random.default_rng(4))
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_faithful_local_reports_and_the_per_client_loop_agree(
+    two_sample_chi2_pvalue: Callable[..., float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LDP on the faithful path: every example's OUE report is its own draw, made for many
+    clients' examples at once (chunks of at most ``FAITHFUL_BLOCK_CELLS`` bits, lowered
+    here so a part spans several chunks) instead of client by client (``client_reports``
+    with each client's own stream). For a fixed split of the clients over the parts, each
+    node's summed bit count is compared between the two over R releases (chi-square
+    homogeneity, p > 1e-4/12 per node, Bonferroni), and its mean with the closed form
+    (a sum of Bernoulli(p) and Bernoulli(q) bits: mean c·p + (n − c)·q within 5 sd)."""
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.privacy.sampling import assign_groups
+
+    eps = 2.0
+    fed = _federation(identical_clients=False)
+    sketch = HierarchySketch(HierarchySpec(2))
+    mech = mechanism_for(LocalDP(eps), sketch, n_clients=fed.n_clients)
+    groups = assign_groups(fed.n_clients, len(sketch.parts), np.random.default_rng(1))
+    monkeypatch.setattr(paths, "FAITHFUL_BLOCK_CELLS", 64)
+    runs: dict[str, list[np.ndarray]] = {"blocks": [], "loop": []}
+    for name, seed in (("blocks", 13), ("loop", 14)):
+        gen = np.random.default_rng(seed)
+        for _ in range(R):
+            if name == "blocks":
+                raw, _ = paths.sum_reports(fed, sketch, mech, groups, path="faithful", rng=gen)
+            else:
+                raw = [np.zeros(p.length, dtype=np.int64) for p in sketch.parts]
+                for i, child in enumerate(client_streams(gen, fed.n_clients)):
+                    view = fed.client(i)
+                    g = int(groups[i])
+                    raw[g] += client_reports(view.scores, view.labels, sketch, mech, g, child)
+            runs[name].append(np.concatenate(raw))
+    blocks, loop = np.stack(runs["blocks"]), np.stack(runs["loop"])
+    # closed form: part g's node j counts c Bernoulli(p) bits and n_g - c Bernoulli(q)
+    p, q = 0.5, 1.0 / (math.exp(eps) + 1.0)
+    group_of_example = groups[fed.client_index]
+    offsets = sketch.part_offsets()
+    for g in range(len(sketch.parts)):
+        mine = group_of_example == g
+        items = sketch.items(fed.scores[mine], fed.labels[mine], np.full(mine.sum(), g))
+        c = np.bincount(items, minlength=sketch.parts[g].length)
+        n_g = int(mine.sum())
+        mean, var = c * p + (n_g - c) * q, c * p * (1 - p) + (n_g - c) * q * (1 - q)
+        for x in (blocks, loop):
+            got = x[:, offsets[g] : offsets[g + 1]].mean(axis=0)
+            assert np.all(np.abs(got - mean) <= 5 * np.sqrt(var / R))
+    for j in range(blocks.shape[1]):
+        assert two_sample_chi2_pvalue(blocks[:, j], loop[:, j]) > P_MIN / blocks.shape[1]
+
+
+def test_client_vector_draws_what_it_drew_before() -> None:
+    """One client's vector (what a Flower client sends) is unchanged for a seed: its
+    encoding plus ``noise.share(size, rng)`` (Pólya), or its label-party noise on its
+    own coordinates (``server`` of the restricted noise), drawn from the same stream."""
+    from fedeval.privacy.mechanism_for import mechanism_for
+    from fedeval.privacy.models import LabelDP
+    from fedeval.privacy.noise import restrict
+
+    fed = _federation(identical_clients=False)
+    sketch = HierarchySketch(HierarchySpec(HEIGHT))
+    mech = mechanism_for(DistributedDP(1.0), sketch, n_clients=fed.n_clients)
+    view = fed.client(3)
+    idx = np.full(view.n_examples, 3)
+    got = client_vector(view.scores, view.labels, 3, sketch, mech, np.random.default_rng(5))
+    assert mech.noise is not None
+    share = mech.noise.share(sketch.noise_size, np.random.default_rng(5))
+    assert share is not None
+    np.testing.assert_array_equal(got, sketch.encode(view.scores, view.labels, idx) + share)
+    fed, ranks = _rank_sums()
+    mech = mechanism_for(LabelDP(1.0), ranks, n_clients=fed.n_clients)
+    view = fed.client(2)
+    idx = np.full(view.n_examples, 2)
+    got = client_vector(view.scores, view.labels, 2, ranks, mech, np.random.default_rng(6))
+    expected = np.array(ranks.encode(view.scores, view.labels, idx), dtype=np.float64)
+    coords = ranks.owned_coordinates(2)
+    assert mech.noise is not None
+    own = restrict(mech.noise, coords).server(coords.size, np.random.default_rng(6))
+    expected[coords] += own
+    np.testing.assert_array_equal(got, expected)

@@ -1,10 +1,13 @@
 """The two ways to compute a federated sum: fast (exact in distribution) and faithful.
 
 * ``path="faithful"`` runs what a deployment runs. Every client encodes its own
-  examples (:func:`client_vector`), adds its own noise share or randomises each
-  report (:func:`client_reports`) with its own random stream, and the server
-  adds the vectors. Cost O(clients × vector length). The Flower apps call
-  exactly these two client functions.
+  examples, adds its own noise share (:func:`client_vector`) or randomises each
+  report (:func:`client_reports`), and the server adds the vectors. The Flower
+  apps call exactly these two client functions, one client each; in process
+  the same work is done for blocks of clients at once (their encodings summed,
+  every client's share or report still its own independent draw, all drawn
+  from the release's generator), so the cost is the draws themselves,
+  O(clients × vector length), not a Python loop over the clients.
 * ``path="fast"`` is *exact in distribution*. A linear encoding of all
   examples is the sum of the clients' encodings (one ``np.bincount``), and the
   sum of the noise is drawn directly (n Pólya shares sum to one discrete
@@ -17,6 +20,7 @@ same distribution.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
@@ -25,6 +29,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.aggregation.streamed_bound import StreamedBound
 from fedeval.data import Federation, Scan
 from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.mechanisms.randomized_response import flip_labels
@@ -32,19 +37,21 @@ from fedeval.privacy.noise import restrict
 from fedeval.privacy.sampling import (
     SPLIT_COUNTS_LIMIT,
     assign_groups,
-    client_streams,
     contribution_mask,
     group_sizes,
     seeded_contribution_mask,
     spawn_seeds,
     split_counts,
+    uniform_seed,
 )
 from fedeval.sketches.base import Sketch
 
 __all__ = [
+    "FAITHFUL_BLOCK_CELLS",
     "Path",
     "bound_client",
     "bound_contributions",
+    "client_blocks",
     "client_reports",
     "client_vector",
     "flip_federation_labels",
@@ -80,7 +87,9 @@ def bound_contributions(
 
     Linear time on a Federation (:func:`~fedeval.privacy.sampling.contribution_mask`).
     A Dask scan is shuffled on the client column and bounded partition by
-    partition; a local scan with a binding bound is read into memory first.
+    partition. A local scan stays streamed: its batches are bounded as they
+    are read (:class:`StreamedBound`, seeded once here, so every pass keeps the
+    same rows); the clients' sizes cost one pass over the client column first.
     """
     if int(fed.client_sizes.max()) <= bound:
         return fed
@@ -89,7 +98,10 @@ def bound_contributions(
             return fed.bounded(
                 partial(seeded_contribution_mask, bound=bound), partial(spawn_seeds, rng)
             )
-        fed = fed.to_federation()
+        sizes = fed.client_sizes
+        return fed.filtered(
+            partial(StreamedBound, sizes, bound, uniform_seed(rng)), np.minimum(sizes, bound)
+        )
     keep = contribution_mask(fed.client_index, fed.offsets, bound, rng)
     return fed.keep_rows(keep)
 
@@ -136,25 +148,60 @@ def client_vector(
     part : int, optional
         Layout "assign": the one part this client encodes.
     """
+    vec = _checked(_encode_one(scores, labels, client_index, sketch, part), sketch)
+    return _add_own_noise(vec, [client_index], sketch, mechanism, rng)
+
+
+def _encode_one(
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    client_index: int,
+    sketch: Sketch,
+    part: int | None,
+) -> NDArray[Any]:
     idx = np.full(labels.shape[0], client_index, dtype=np.int64)
     if part is None:
-        vec = sketch.encode(scores, labels, idx)
-    else:
-        vec = sketch.encode_assigned(scores, labels, idx, np.full(labels.shape[0], part))
-    vec = np.array(vec, dtype=np.int64 if sketch.integer else np.float64, copy=True)
-    if vec.shape != (sketch.length,):
-        raise ValueError(f"encoder returned shape {vec.shape}, expected ({sketch.length},)")
+        return sketch.encode(scores, labels, idx)
+    return sketch.encode_assigned(scores, labels, idx, np.full(labels.shape[0], part))
+
+
+def _checked(vec: Any, sketch: Sketch) -> NDArray[Any]:
+    """A fresh vector of the sketch's dtype; an encoder of the wrong length is an error."""
+    out = np.array(vec, dtype=np.int64 if sketch.integer else np.float64, copy=True)
+    if out.shape != (sketch.length,):
+        raise ValueError(f"encoder returned shape {out.shape}, expected ({sketch.length},)")
+    return out
+
+
+def _add_own_noise(
+    vec: NDArray[Any],
+    clients: Sequence[int],
+    sketch: Sketch,
+    mechanism: Mechanism,
+    rng: np.random.Generator,
+) -> NDArray[Any]:
+    """``vec`` (the sum of these clients' encodings) plus every client's own noise.
+
+    Each client's share (or its own noise on its own coordinates) is an
+    independent draw; all of them come from one call. The noise variables map
+    onto the coordinates linearly (``noise_to_values``, which the fast path
+    relies on too), so the map of the shares' sum is the sum of their maps.
+    """
     noise = mechanism.noise
-    if mechanism.placement == "shares" and noise is not None:
-        share = noise.share(sketch.noise_size, rng)
-        assert share is not None
-        vec += sketch.noise_to_values(share).astype(vec.dtype, copy=False)
-    elif mechanism.placement == "owner" and noise is not None:
-        coords = sketch.owned_coordinates(client_index)
+    if noise is None:
+        return vec
+    if mechanism.placement == "shares":
+        size = sketch.noise_size
+        shares = noise.share(len(clients) * size, rng)
+        assert shares is not None
+        summed = shares if len(clients) == 1 else shares.reshape(len(clients), size).sum(axis=0)
+        vec += sketch.noise_to_values(summed).astype(vec.dtype, copy=False)
+    elif mechanism.placement == "owner":
+        coords = np.concatenate([sketch.owned_coordinates(int(i)) for i in clients])
         own = restrict(noise, coords).server(coords.size, rng)
         assert own is not None
         vec = vec.astype(np.float64) if not noise.integer else vec
-        vec[coords] += own
+        np.add.at(vec, coords, own)
     return vec
 
 
@@ -188,7 +235,10 @@ def sum_vectors(
         try:
             if isinstance(fed, Scan):
                 total = fed.encode(
-                    _encoder(sketch, groups), length=sketch.length, integer=sketch.integer
+                    _encoder(sketch, groups),
+                    length=sketch.length,
+                    integer=sketch.integer,
+                    reads_clients=groups is not None or sketch.reads_clients,
                 )
             elif groups is None:
                 total = sketch.encode_clients(fed)
@@ -214,16 +264,54 @@ def sum_vectors(
         return total
     assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
     total = _zeros(sketch)
-    for i, child in enumerate(client_streams(rng, fed.n_clients)):
-        view = fed.client(i)
-        part = None if groups is None else int(groups[i])
-        vec = client_vector(view.scores, view.labels, i, sketch, mechanism, child, part=part)
-        total = total + vec
+    for block in client_blocks(fed.n_clients, sketch.noise_size):
+        total = total + _block_vector(fed, block, sketch, mechanism, rng, groups)
     if mechanism.placement == "aggregator" and noise is not None:
         server = noise.server(sketch.noise_size, rng)
         assert server is not None
         total = total + sketch.noise_to_values(server)
     return total
+
+
+#: The faithful path works on blocks of clients: at most this many noise draws
+#: (clients × noise variables) at once, ~16 MB of int64 shares.
+FAITHFUL_BLOCK_CELLS = 1 << 21
+
+
+def client_blocks(n_clients: int, cells_per_client: int) -> list[range]:
+    """Consecutive blocks of clients, each holding at most :data:`FAITHFUL_BLOCK_CELLS` cells."""
+    per_block = max(1, FAITHFUL_BLOCK_CELLS // max(int(cells_per_client), 1))
+    return [range(lo, min(lo + per_block, n_clients)) for lo in range(0, n_clients, per_block)]
+
+
+def _block_vector(
+    fed: Federation,
+    block: range,
+    sketch: Sketch,
+    mechanism: Mechanism,
+    rng: np.random.Generator,
+    groups: NDArray[np.int64] | None,
+) -> NDArray[Any]:
+    """Σ over a block of clients of what each sends: its encoding plus its own noise.
+
+    What :func:`client_vector` computes for one client, for many at once: the
+    encodings summed as the server sums them (a linear sketch encodes the
+    block's examples at once; others encode client by client in
+    ``encode_clients``), and every client's own noise (:func:`_add_own_noise`).
+    """
+    clients = np.arange(block.start, block.stop)
+    if groups is None:
+        vec = sketch.encode_clients(fed, clients)
+    elif sketch.linear:
+        rows = fed.rows_of(clients)
+        index = fed.client_index[rows]
+        vec = sketch.encode_assigned(fed.scores[rows], fed.labels[rows], index, groups[index])
+    else:  # every client encodes only its assigned part, on its own
+        vec = _zeros(sketch)
+        for i in clients:
+            view = fed.client(int(i))
+            vec += _encode_one(view.scores, view.labels, int(i), sketch, int(groups[i]))
+    return _add_own_noise(_checked(vec, sketch), block, sketch, mechanism, rng)
 
 
 def _per_example(fed: Federation, per_client: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -306,7 +394,7 @@ def local_reports(
         and n_parts * n_atoms <= 4 * n_clients + (1 << 16)
     ):
         if isinstance(fed, Scan):
-            atoms = fed.encode(partial(_atoms, sketch), length=n_atoms)
+            atoms = fed.encode(partial(_atoms, sketch), length=n_atoms, reads_clients=False)
         else:
             atoms = sketch.encode_atoms(fed.scores, fed.labels)
         true = sketch.parts_from_atoms(split_counts(atoms, per_part, rng))
@@ -372,11 +460,19 @@ def sum_reports(
             raw.append(mechanism.oracle(sizes[g]).sample_aggregate(true, int(n_reports[g]), rng))
         return raw, n_reports
     assert isinstance(fed, Federation)  # the release reads a scan into memory for this path
+    # Every example's report is its own draw (client_reports, for many clients at
+    # once): the examples of the clients assigned to part g are perturbed in chunks.
     raw = [np.zeros(s, dtype=np.int64) for s in sizes]
-    for i, child in enumerate(client_streams(rng, fed.n_clients)):
-        view = fed.client(i)
-        g = int(groups[i])
-        raw[g] += client_reports(view.scores, view.labels, sketch, mechanism, g, child)
+    for g in range(n_parts):
+        rows = fed.rows_of(np.flatnonzero(groups == g))
+        step = max(1, FAITHFUL_BLOCK_CELLS // max(sizes[g], 1))
+        for lo in range(0, rows.size, step):
+            chunk = rows[lo : lo + step]
+            items = sketch.items(
+                fed.scores[chunk], fed.labels[chunk], np.full(chunk.size, g, dtype=np.int64)
+            )
+            reports = mechanism.oracle(sizes[g]).perturb(items.astype(np.int64), rng)
+            raw[g] += reports.sum(axis=0, dtype=np.int64)
     return raw, n_reports
 
 

@@ -7,6 +7,8 @@ task (fed.kind)    method                       implementation
 =================  ===========================  ==========================================
 binary             "binning"                    :func:`fedeval.calibration.binning.histogram_binning`
 binary             "bbq"                        :func:`fedeval.calibration.bbq.bbq`
+binary             "temperature", "platt"       :func:`fedeval.calibration.binary_scaling.binary_scaling`
+binary             "auto"                       :func:`fedeval.calibration.auto.auto_calibrate`
 probabilities,     "binning", "bbq",            ``fedeval.calibration.federated.calibrate_multiclass``
 logits             "temperature", "vector",     (FedBin/FedBBQ and FedTemp/FedVector/FedMatrix/
                    "matrix", "op-vector"        FedOPVector over rounds)
@@ -24,19 +26,24 @@ from fedeval.randomness import RNGLike
 
 __all__ = ["METHODS", "Method", "calibrate"]
 
-Method = Literal["binning", "bbq", "temperature", "vector", "matrix", "op-vector", "fedcal"]
+Method = Literal[
+    "binning", "bbq", "temperature", "platt", "auto", "vector", "matrix", "op-vector", "fedcal"
+]
 
 METHODS: tuple[str, ...] = (
     "binning",
     "bbq",
     "temperature",
+    "platt",
+    "auto",
     "vector",
     "matrix",
     "op-vector",
     "fedcal",
 )
-_BINARY_METHODS = ("binning", "bbq")
-_SCALING = ("temperature", "vector", "matrix", "op-vector", "fedcal")
+_BINARY_METHODS = ("binning", "bbq", "temperature", "platt", "auto")
+_BINARY_ONLY = ("platt", "auto")
+_MULTICLASS_ONLY = ("vector", "matrix", "op-vector", "fedcal")
 
 
 def calibrate(
@@ -58,21 +65,33 @@ def calibrate(
     privacy : privacy model
         Binary: :class:`~fedeval.privacy.models.SecureAggregation`,
         :class:`~fedeval.privacy.models.DistributedDP` or
-        :class:`~fedeval.privacy.models.LocalDP`. Multiclass: as accepted by
+        :class:`~fedeval.privacy.models.LocalDP` (every method), and
+        :class:`~fedeval.privacy.models.UserLevelDP` ("temperature", "platt",
+        "auto": federated Newton). Multiclass: as accepted by
         ``fedeval.calibration.federated.calibrate_multiclass`` (e.g.
         ``UserLevelDP``).
-    method : {"binning", "bbq", "temperature", "vector", "matrix", "op-vector"}
-        Binary tasks support "binning" (histogram binning, Cormode–Markov §6)
-        and "bbq" (Bayesian binning into quantiles, §7.3). Multiclass tasks
-        support all methods.
+    method : {"binning", "bbq", "temperature", "platt", "auto", "vector", "matrix", "op-vector", "fedcal"}
+        Binary tasks support "binning" (histogram binning, Cormode–Markov §6),
+        "bbq" (Bayesian binning into quantiles, §7.3), "temperature" and
+        "platt" (scikit-learn's sigmoid calibration on the logit), and "auto"
+        (the candidate with the best released NLL estimate, within one
+        budget). Multiclass tasks support "binning", "bbq", "temperature",
+        "vector", "matrix", "op-vector" and "fedcal". Every binary method does
+        no harm (``do_no_harm=True``): a map its release does not show to help
+        is an :class:`~fedeval.calibration.do_no_harm.IdentityCalibrator`
+        carrying the reason.
     rng : int, Generator or None
         Source of every random draw (noise, client sampling).
     **options
         Passed to the implementation: for binary tasks see
         :func:`~fedeval.calibration.binning.histogram_binning` (``n_bins``,
         ``n_examples``, ``height``, ``branching``, ``level_budget``, ``path``,
-        ``ledger``) and :func:`~fedeval.calibration.bbq.bbq`
-        (``candidate_bins``, ``n_candidates``, ``prior_strength``, ...); for
+        ``ledger``, ``prob_floor``, ``harm_level``),
+        :func:`~fedeval.calibration.bbq.bbq` (``candidate_bins``,
+        ``n_candidates``, ``prior_strength``, ...),
+        :func:`~fedeval.calibration.binary_scaling.binary_scaling` (``l2``,
+        ``rounds``, ``sampling_rate``, ...) and
+        :func:`~fedeval.calibration.auto.auto_calibrate`; for
         multiclass tasks ``calibrate_multiclass`` (``rounds``,
         ``sampling_rate``, ``population``, ...).
 
@@ -95,7 +114,9 @@ def calibrate(
     Privacy
     -------
     Binary: one release, the per-class score hierarchy, with the guarantee of
-    ``privacy``; the calibrator records it and the ledger entries. Multiclass:
+    ``privacy`` (under UserLevelDP: the rounds of federated Newton; "auto"
+    splits (ε, δ) evenly over its two runs up front); the calibrator records
+    it and the ledger entries. Multiclass:
     as documented by ``calibrate_multiclass`` (T rounds, composed; DP-FedAvg
     without a declared ``population`` also releases the number of clients).
 
@@ -134,20 +155,34 @@ def calibrate(
     if not isinstance(fed, Federation):
         raise TypeError(f"fed must be a fedeval.Federation, got {type(fed).__name__}")
     if fed.kind == "binary":
-        if method in _SCALING:
+        if method in _MULTICLASS_ONLY:
             raise ValueError(
                 f"method {method!r} scales multiclass logits (c >= 2 columns); this federation "
-                "holds binary scores (1-D). Use method='binning' or method='bbq' for binary "
-                "scores, or build the federation from (n, 2) logits/probabilities "
-                "(kind='logits' or 'probabilities') to use scaling."
+                "holds binary scores (1-D). Use method='binning', 'bbq', 'temperature', "
+                "'platt' or 'auto' for binary scores, or build the federation from (n, 2) "
+                "logits/probabilities (kind='logits' or 'probabilities')."
             )
         if method == "binning":
             from fedeval.calibration.binning import histogram_binning
 
             return histogram_binning(fed, privacy, rng=rng, **options)
+        if method in ("temperature", "platt"):
+            from fedeval.calibration.binary_scaling import binary_scaling
+
+            return binary_scaling(fed, privacy, family=method, rng=rng, **options)
+        if method == "auto":
+            from fedeval.calibration.auto import auto_calibrate
+
+            return auto_calibrate(fed, privacy, rng=rng, **options)
         from fedeval.calibration.bbq import bbq
 
         return bbq(fed, privacy, rng=rng, **options)
+    if method in _BINARY_ONLY:
+        raise ValueError(
+            f"method {method!r} calibrates binary scores (1-D); this federation holds "
+            f"{fed.n_classes}-class {fed.kind}: use 'binning', 'bbq', 'temperature', 'vector', "
+            "'matrix', 'op-vector' or 'fedcal'"
+        )
     # Multiclass: the rounds-based implementation lives in calibration.federated,
     # imported lazily (and by name, so this module type-checks without it).
     try:

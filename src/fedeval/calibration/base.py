@@ -31,7 +31,33 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.receipt import Receipt
 
-__all__ = ["Calibrator", "calibrator_from_json", "register", "warn_degenerate"]
+__all__ = [
+    "PROBABILITY_FLOOR",
+    "Calibrator",
+    "calibrator_from_json",
+    "check_prob_floor",
+    "check_raw_scores",
+    "register",
+    "warn_degenerate",
+]
+
+#: Smallest probability a binning / scaling calibrator predicts (its complement
+#: the largest). A public constant: a released bin value of 0 (a bin with no
+#: positive) would make the held-out NLL infinite; 1e-4 bounds one such
+#: example's NLL by −log(1e-4) ≈ 9.2 nats.
+PROBABILITY_FLOOR = 1e-4
+
+
+def check_prob_floor(value: Any) -> float:
+    """``prob_floor`` as a float in (0, 0.5) (ValueError / TypeError otherwise)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"prob_floor must be a number in (0, 0.5), got {value!r}") from None
+    if not 0.0 < f < 0.5:
+        raise ValueError(f"prob_floor must lie in (0, 0.5), got {value!r}")
+    return f
+
 
 _REGISTRY: dict[str, type[Calibrator]] = {}
 
@@ -187,3 +213,18 @@ def calibrator_from_json(text: str) -> Calibrator:
     if kind not in _REGISTRY:
         raise ValueError(f"unknown calibrator kind {kind!r}; known: {sorted(_REGISTRY)}")
     return _REGISTRY[kind].from_dict(data)
+
+
+def check_raw_scores(scores: Any) -> NDArray[np.float64]:
+    """Binary scores to calibrate: numeric, 1-D and finite (a clear error otherwise)."""
+    arr = np.asarray(scores)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"scores must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if arr.ndim != 1:
+        raise ValueError(f"a binary calibrator takes scores of shape (n,), got shape {arr.shape}")
+    finite = np.isfinite(arr)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"scores contains NaN or inf (first at index {bad}: {arr[bad]})")
+    return arr

@@ -38,6 +38,13 @@ Noise
 Noisy counts are clamped at 0 before entering the Gamma functions (a named
 post-processing step). As Cormode–Markov note, BBQ is not tuned to noisy counts;
 under heavy noise it tends to favour bucketings with more buckets.
+
+Floor
+-----
+Predictions are clipped to [prob_floor, 1 − prob_floor] (public, default
+:data:`~fedeval.calibration.base.PROBABILITY_FLOOR` = 1e-4, a named
+post-processing step): a bucket's posterior mean (m_b + α_b)/(N_b + N'/B) of a
+bucket without positives is α_b/(N_b + N'/B), which can be 1e-5 or less.
 """
 
 from __future__ import annotations
@@ -51,20 +58,26 @@ from numpy.typing import NDArray
 from scipy.special import gammaln
 
 from fedeval.aggregation import Path
-from fedeval.calibration.base import Calibrator, register
+from fedeval.calibration.base import (
+    PROBABILITY_FLOOR,
+    Calibrator,
+    check_prob_floor,
+    check_raw_scores,
+    register,
+)
 from fedeval.calibration.binning import (
     DEFAULT_HEIGHT,
     BinaryPrivacy,
     bucket_counts,
     bucket_of,
     check_binary_inputs,
-    check_raw_scores,
     equi_depth_is_defined,
     receipt_record,
     release_scores_hierarchy,
     snapped_equi_depth_leaf_edges,
     warn_no_mass,
 )
+from fedeval.calibration.do_no_harm import HARM_LEVEL, harm_threshold
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.randomness import RNGLike
@@ -97,6 +110,10 @@ class BBQCalibrator(Calibrator):
     n_bins : list of int
         Number of buckets of each model (after merging coincident boundaries).
     post_processing : list of str
+    prob_floor : float
+        The public floor: every prediction lies in [prob_floor, 1 − prob_floor].
+    harm_estimates : dict
+        The do-no-harm estimates that kept the map (empty when it was off).
     receipt : dict
         The receipt of the one hierarchy release.
     """
@@ -110,6 +127,8 @@ class BBQCalibrator(Calibrator):
     log_scores: NDArray[np.float64]
     n_bins: list[int]
     post_processing: list[str] = field(default_factory=list)
+    prob_floor: float = PROBABILITY_FLOOR
+    harm_estimates: dict[str, Any] = field(default_factory=dict)
 
     def predict_proba(self, scores: Any) -> NDArray[np.float64]:
         """Calibrated P(y = 1): the weight-averaged bucket probabilities of all models.
@@ -133,7 +152,7 @@ class BBQCalibrator(Calibrator):
         for e, p, w in zip(self.edges, self.probabilities, self.weights, strict=True):
             if w > 0:
                 out += w * np.asarray(p, dtype=np.float64)[bucket_of(np.asarray(e), s)]
-        return np.clip(out, 0.0, 1.0)
+        return np.clip(out, self.prob_floor, 1.0 - self.prob_floor)
 
 
 def bbq_log_score(
@@ -222,6 +241,7 @@ def bbq_from_hierarchy(
     candidate_bins: list[int] | None = None,
     n_candidates: int = 20,
     prior_strength: float = PRIOR_STRENGTH,
+    prob_floor: float = PROBABILITY_FLOOR,
 ) -> BBQCalibrator:
     """BBQ calibrator from one released score hierarchy (post-processing only).
 
@@ -236,6 +256,8 @@ def bbq_from_hierarchy(
         Size of the default grid.
     prior_strength : float
         N' of the Beta prior.
+    prob_floor : float
+        Public floor in (0, 0.5) of every prediction.
 
     Returns
     -------
@@ -252,6 +274,7 @@ def bbq_from_hierarchy(
     """
     if hist.spec.n_classes != 2:
         raise ValueError(f"BBQ needs a two-class hierarchy, got {hist.spec.n_classes} classes")
+    floor = check_prob_floor(prob_floor)
     steps: list[str] = []
     if not hist.is_consistent:
         hist = hist.consistent()
@@ -300,6 +323,9 @@ def bbq_from_hierarchy(
     else:
         warn_no_mass(steps)
     steps.append(f"clamp negative bucket counts to 0 ({n_clamped} counts changed)")
+    steps.append(
+        f"floor predictions at prob_floor = {floor:g} (public): [{floor:g}, {1.0 - floor:g}]"
+    )
     log_scores = np.asarray(scores)
     w = np.exp(log_scores - log_scores.max())
     w /= w.sum()
@@ -310,6 +336,7 @@ def bbq_from_hierarchy(
         log_scores=log_scores,
         n_bins=sizes,
         post_processing=steps,
+        prob_floor=floor,
         **receipt_record(hist),
     )
 
@@ -328,6 +355,8 @@ def bbq(
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
     do_no_harm: bool = True,
+    prob_floor: float = PROBABILITY_FLOOR,
+    harm_level: float = HARM_LEVEL,
 ) -> Calibrator:
     """Federated BBQ calibration of a binary score from one private hierarchy.
 
@@ -351,10 +380,17 @@ def bbq(
     rng : int, Generator or None
     ledger : BudgetLedger, optional
         Charged once, for the one release.
+    do_no_harm : bool
+        Keep the map only if its own release shows it helps (see
+        :func:`~fedeval.calibration.binning.histogram_binning`).
+    prob_floor : float
+        Public floor in (0, 0.5) of every prediction (default 1e-4).
+    harm_level : float
+        One-sided level a of the do-no-harm test (default 0.05).
 
     Returns
     -------
-    BBQCalibrator
+    BBQCalibrator or IdentityCalibrator
 
     Raises
     ------
@@ -377,6 +413,8 @@ def bbq(
     """
     check_binary_inputs(fed, privacy)
     check_positive(prior_strength, name="prior_strength")
+    floor = check_prob_floor(prob_floor)
+    harm_threshold(harm_level)  # validates the level before the release
     hist = release_scores_hierarchy(
         fed,
         privacy,
@@ -392,9 +430,19 @@ def bbq(
         candidate_bins=candidate_bins,
         n_candidates=n_candidates,
         prior_strength=prior_strength,
+        prob_floor=floor,
     )
-    from fedeval.calibration.do_no_harm import keep_or_decline
+    if not do_no_harm:
+        return cal
+    from fedeval.calibration.do_no_harm import bucket_optimism, keep_or_decline
 
     # BBQ's effective number of bins: the posterior mean over its models.
     bins = float(np.dot(cal.weights, np.asarray(cal.n_bins, dtype=np.float64)))
-    return keep_or_decline(cal, hist, method="bbq", n_map_bins=bins, enabled=bool(do_no_harm))
+    models = [
+        (np.asarray(e, dtype=np.float64), np.asarray(p, dtype=np.float64))
+        for e, p in zip(cal.edges, cal.probabilities, strict=True)
+    ]
+    optimism = bucket_optimism(hist, models, cal.weights, prior_strength=prior_strength)
+    return keep_or_decline(
+        cal, hist, method="bbq", optimism=optimism, n_params=bins, level=harm_level
+    )

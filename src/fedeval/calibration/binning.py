@@ -17,7 +17,12 @@ Pipeline
       counts; buckets whose estimated total is not positive take the overall
       positive fraction;
    d. clamping of the fractions to [0, 1] (noise can push a ratio of noisy
-      counts outside it).
+      counts outside it);
+   e. flooring at the public ``prob_floor`` (default
+      :data:`~fedeval.calibration.base.PROBABILITY_FLOOR`, 1e-4, as the
+      multiclass binning): every bucket predicts a probability in
+      [prob_floor, 1 − prob_floor], so no held-out example has an infinite
+      log loss (a bucket without positives otherwise predicts exactly 0).
 
 Bucket convention
 -----------------
@@ -37,19 +42,28 @@ B/(ε√M) balanced against √(B/M)). ``M`` is the *released* total count
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
-from fedeval.calibration.base import Calibrator, register, warn_degenerate
+from fedeval.calibration.base import (
+    PROBABILITY_FLOOR,
+    Calibrator,
+    check_prob_floor,
+    check_raw_scores,
+    register,
+    warn_degenerate,
+)
+from fedeval.calibration.do_no_harm import HARM_LEVEL, harm_threshold
 from fedeval.data import Federation
-from fedeval.planning import public_example_count
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.randomness import RNGLike
+from fedeval.privacy.receipt import compose
+from fedeval.public_facts import Public, planning_size
+from fedeval.randomness import RNGLike, as_generator
 from fedeval.sketches.grid import bin_of_edges
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec, LevelBudget, layout_of
@@ -59,9 +73,9 @@ __all__ = [
     "HistogramBinningCalibrator",
     "binning_from_hierarchy",
     "default_n_bins",
+    "height_for",
     "histogram_binning",
     "noise_aware_n_bins",
-    "planning_size",
     "predicted_bins_error",
 ]
 
@@ -92,6 +106,12 @@ class HistogramBinningCalibrator(Calibrator):
         Released (noisy, consistent) per-class counts of each bucket.
     post_processing : list of str
         The named post-processing steps applied to the release, in order.
+    prob_floor : float
+        The public floor: every prediction lies in [prob_floor, 1 − prob_floor].
+    harm_estimates : dict
+        The do-no-harm estimates that kept the map
+        (:func:`~fedeval.calibration.do_no_harm.binary_harm_estimates`; empty
+        when do-no-harm was off).
     receipt : dict
         The receipt of the release the calibrator was built from.
     """
@@ -111,6 +131,8 @@ class HistogramBinningCalibrator(Calibrator):
     positive_counts: NDArray[np.float64]
     negative_counts: NDArray[np.float64]
     post_processing: list[str] = field(default_factory=list)
+    prob_floor: float = PROBABILITY_FLOOR
+    harm_estimates: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_bins(self) -> int:
@@ -137,24 +159,11 @@ class HistogramBinningCalibrator(Calibrator):
             Non-numeric scores.
         """
         s = check_raw_scores(scores)
-        return self.probabilities[bucket_of(self.edges, s)]
+        p = self.probabilities[bucket_of(self.edges, s)]
+        return np.clip(p, self.prob_floor, 1.0 - self.prob_floor)
 
 
 # ------------------------------------------------------------------- helpers
-def check_raw_scores(scores: Any) -> NDArray[np.float64]:
-    arr = np.asarray(scores)
-    if arr.dtype.kind not in "fiub":
-        raise TypeError(f"scores must be numeric, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    if arr.ndim != 1:
-        raise ValueError(f"a binary calibrator takes scores of shape (n,), got shape {arr.shape}")
-    finite = np.isfinite(arr)
-    if not finite.all():
-        bad = int(np.flatnonzero(~finite)[0])
-        raise ValueError(f"scores contains NaN or inf (first at index {bad}: {arr[bad]})")
-    return arr
-
-
 def bucket_of(edges: NDArray[np.float64], s: NDArray[np.float64]) -> NDArray[np.intp]:
     """Left-closed buckets [e_j, e_{j+1}) (the grid convention); out-of-domain scores go to the end buckets."""
     return bin_of_edges(edges, s)
@@ -260,47 +269,14 @@ def noise_aware_n_bins(hist: HierarchicalHistogram, m_hat: float) -> tuple[int, 
     return best, supported
 
 
-def planning_size(fed: Federation, privacy: BinaryPrivacy, n_examples: int | None) -> float:
-    """M for choosing parameters before the release, from public inputs only.
+def height_for(n_bins: int) -> int:
+    """The hierarchy height for B buckets under DP: B buckets need only ~2B leaves.
 
-    Parameters that are published (the hierarchy height is in the receipt)
-    must not depend on a count the privacy model protects. In order:
-
-    1. ``n_examples`` declared by the user (a public input);
-    2. the exact number of examples when the model makes it public (secure
-       aggregation claims no DP; local DP sends one report per example;
-       DistDP with replacement neighbours and no contribution bound);
-    3. otherwise the number of participating clients K, public in federated
-       learning (the clients that send shares), times the contribution bound
-       when one is declared (an upper bound on M), else K itself (a lower
-       bound on M: every client holds at least one example).
-
-    Never the exact number of examples under a model that protects it.
+    Under DP every level costs budget (DistDP: ε/h per level; LDP: M/h reports
+    per level), so a shallower tree is more accurate (measured in
+    ``benchmarks/bench_calibration_binary.py``).
     """
-    count, _ = public_example_count(privacy, fed.n_examples, declared=n_examples)
-    if count is not None:
-        return float(count)
-    bound = getattr(privacy, "contribution_bound", None)
-    return float(fed.n_clients * (int(bound) if bound is not None else 1))
-
-
-def _default_height(
-    fed: Federation, privacy: BinaryPrivacy, n_bins: int | None, n_examples: int | None
-) -> int:
-    if privacy.regime == "exact":
-        # Exact sums: finer leaves only sharpen the quantiles.
-        return DEFAULT_HEIGHT
-    # Under DP every level costs budget (DistDP: ε/h per level; LDP: M/h reports
-    # per level), and B buckets only need ~2B leaves: a shallower tree is more
-    # accurate (measured in benchmarks/bench_calibration_binary.py). The height
-    # is chosen before the release and published in the receipt, so it comes
-    # from the requested B or the rule at a public size (planning_size).
-    b = (
-        n_bins
-        if n_bins is not None
-        else default_n_bins(planning_size(fed, privacy, n_examples), privacy)
-    )
-    return int(min(DEFAULT_HEIGHT, max(3, math.ceil(math.log2(2 * b)))))
+    return int(min(DEFAULT_HEIGHT, max(3, math.ceil(math.log2(2 * n_bins)))))
 
 
 def release_scores_hierarchy(
@@ -315,12 +291,49 @@ def release_scores_hierarchy(
     path: Path,
     rng: RNGLike,
     ledger: BudgetLedger | None,
+    public: Public | None = None,
 ) -> HierarchicalHistogram:
-    h = _default_height(fed, privacy, n_bins, n_examples) if height is None else height
+    """The per-class score hierarchy every binary calibrator is learned from.
+
+    The height is published (the receipt has one part per level), so it is
+    chosen from public inputs only: the requested ``height``, or the one for
+    the requested ``n_bins``, or the default number of buckets at a public
+    size (declared ``n_examples``/``public``, or a size the model makes public)
+    — else at a noisy count of the examples released first with
+    :data:`fedeval.public_facts.COUNT_SHARE` of the budget
+    (:func:`fedeval.public_facts.planning_size`). The returned tree's receipt
+    then composes both releases. Exact sums (no DP) use
+    :data:`DEFAULT_HEIGHT`.
+    """
+    gen = as_generator(rng)
+    model: BinaryPrivacy = privacy
+    count_receipt = None
+    if height is not None:
+        h = height
+    elif privacy.regime == "exact":
+        h = DEFAULT_HEIGHT  # exact sums: finer leaves only sharpen the quantiles
+    elif n_bins is not None:
+        h = height_for(n_bins)
+    else:
+        declared = public or Public()
+        if n_examples is not None:
+            declared = Public(declared.n_clients, n_examples, declared.score_range)
+        size = planning_size(fed, privacy, public=declared, path=path, rng=gen, ledger=ledger)
+        model = size.remaining
+        count_receipt = size.receipt
+        h = height_for(default_n_bins(float(size.n_examples), privacy))
     sketch = HierarchySketch(HierarchySpec(h, branching, fed.score_range, 2))
     decoded: HierarchicalHistogram = release(
-        fed, sketch, privacy, layout=layout_of(level_budget), path=path, rng=rng, ledger=ledger
+        fed, sketch, model, layout=layout_of(level_budget), path=path, rng=gen, ledger=ledger
     ).decode()
+    if count_receipt is not None:
+        composed = compose(
+            [count_receipt, decoded.receipt],
+            "calibration hierarchy planned from a released count: [1] the count, [2] the hierarchy",
+        )
+        decoded = replace(
+            decoded, receipt=replace(composed, sensitivity=dict(decoded.receipt.sensitivity))
+        )
     return decoded
 
 
@@ -411,8 +424,24 @@ def _overall_fraction(hist: HierarchicalHistogram) -> float:
 
 
 # ------------------------------------------------------------------- public
+def floor_probabilities(
+    probs: NDArray[np.float64], prob_floor: float
+) -> tuple[NDArray[np.float64], str]:
+    """Post-processing step (e): clip to [prob_floor, 1 − prob_floor], and its record."""
+    floored = np.clip(probs, prob_floor, 1.0 - prob_floor)
+    changed = int(np.count_nonzero(floored != probs))
+    return floored, (
+        f"floor probabilities at prob_floor = {prob_floor:g} (public): [{prob_floor:g}, "
+        f"{1.0 - prob_floor:g}] ({changed} of {probs.size} values changed)"
+    )
+
+
 def binning_from_hierarchy(
-    hist: HierarchicalHistogram, *, n_bins: int | None = None, privacy: BinaryPrivacy | None = None
+    hist: HierarchicalHistogram,
+    *,
+    n_bins: int | None = None,
+    privacy: BinaryPrivacy | None = None,
+    prob_floor: float = PROBABILITY_FLOOR,
 ) -> HistogramBinningCalibrator:
     """Histogram-binning calibrator from a released score hierarchy (post-processing only).
 
@@ -429,6 +458,8 @@ def binning_from_hierarchy(
         than the noise supports.
     privacy : model, optional
         Only used for the default B (its ε under local DP); default: SA rule.
+    prob_floor : float
+        Public floor in (0, 0.5): predictions lie in [prob_floor, 1 − prob_floor].
 
     Returns
     -------
@@ -447,6 +478,7 @@ def binning_from_hierarchy(
     """
     if hist.spec.n_classes != 2:
         raise ValueError(f"binning needs a two-class hierarchy, got {hist.spec.n_classes} classes")
+    floor = check_prob_floor(prob_floor)
     steps = []
     if not hist.is_consistent:
         hist = hist.consistent()
@@ -477,6 +509,8 @@ def binning_from_hierarchy(
     _, var_neg = hist.range_counts(edges[:-1], edges[1:], cls=0)
     probs, more = _positive_fraction(pos, neg, _overall_fraction(hist))
     steps.extend(more)
+    probs, step = floor_probabilities(probs, floor)
+    steps.append(step)
     total = pos + neg
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(
@@ -491,6 +525,7 @@ def binning_from_hierarchy(
         positive_counts=pos,
         negative_counts=neg,
         post_processing=steps,
+        prob_floor=floor,
         **receipt_record(hist),
     )
 
@@ -508,6 +543,8 @@ def histogram_binning(
     rng: RNGLike = None,
     ledger: BudgetLedger | None = None,
     do_no_harm: bool = True,
+    prob_floor: float = PROBABILITY_FLOOR,
+    harm_level: float = HARM_LEVEL,
 ) -> Calibrator:
     """Federated histogram-binning calibration of a binary score (Cormode–Markov §6).
 
@@ -528,10 +565,11 @@ def histogram_binning(
     n_examples : int, optional
         A declared, public number of calibration examples M, used only to plan
         the default height. Default: the exact count where the model makes it
-        public (SA, LDP), else the number of participating clients (times the
-        contribution bound when one is declared): see :func:`planning_size`.
-        The exact number of examples is never used under a model that
-        protects it, since the height is published in the receipt.
+        public (SA, LDP, replacement), else a noisy count released first with
+        5 % of the budget (:func:`fedeval.public_facts.planning_size`; the
+        receipt composes both). The exact number of examples or of clients is
+        never used under a model that protects it, since the height is
+        published in the receipt.
     height : int, optional
         Hierarchy height. Default: 10 under secure aggregation (Cormode–Markov
         §7); under DistDP and LDP ``ceil(log2(2 B))`` clipped to [3, 10], with
@@ -550,11 +588,26 @@ def histogram_binning(
     ledger : BudgetLedger, optional
         Charged once for the hierarchy release; by default a fresh ledger
         holding the model's budget.
+    do_no_harm : bool
+        Keep the map only if its own release shows it lowers the held-out ECE
+        and NLL (:func:`~fedeval.calibration.do_no_harm.keep_or_decline`: the
+        estimated held-out NLL gain must exceed z_{1−a} standard errors);
+        otherwise return an
+        :class:`~fedeval.calibration.do_no_harm.IdentityCalibrator` carrying
+        the reason. Post-processing, no budget.
+    prob_floor : float
+        Public floor in (0, 0.5) of every prediction (default 1e-4,
+        :data:`~fedeval.calibration.base.PROBABILITY_FLOOR`).
+    harm_level : float
+        The one-sided level a in (0, 0.5) of the do-no-harm test (default
+        0.05, z = 1.645): a map that does not help is kept with probability at
+        most about a.
 
     Returns
     -------
-    HistogramBinningCalibrator
-        Records the guarantee and the ledger entries of the release.
+    HistogramBinningCalibrator or IdentityCalibrator
+        Records the guarantee and the ledger entries of the release (and the
+        do-no-harm estimates, ``harm_estimates``).
 
     Raises
     ------
@@ -572,8 +625,8 @@ def histogram_binning(
     or per client, as ``privacy`` states. Local DP: ε-LDP per example.
     Everything after the release is post-processing (the number of buckets
     comes from the released total). Public inputs: the score domain, the
-    height and branching (planned from :func:`planning_size`), ``n_bins`` and
-    a declared ``n_examples``. Degenerate data (one class, a released total
+    height and branching (planned from public inputs or a released count,
+    :func:`release_scores_hierarchy`), ``n_bins`` and a declared ``n_examples``. Degenerate data (one class, a released total
     that is not positive) give a calibrator with a named fallback and a
     warning, never an error.
 
@@ -585,6 +638,8 @@ def histogram_binning(
     check_binary_inputs(fed, privacy)
     if n_bins is not None:
         check_int_at_least(n_bins, 1, name="n_bins")
+    floor = check_prob_floor(prob_floor)
+    harm_threshold(harm_level)  # validates the level before the release
     hist = release_scores_hierarchy(
         fed,
         privacy,
@@ -597,9 +652,14 @@ def histogram_binning(
         rng=rng,
         ledger=ledger,
     )
-    cal = binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy)
-    from fedeval.calibration.do_no_harm import keep_or_decline
+    cal = binning_from_hierarchy(hist, n_bins=n_bins, privacy=privacy, prob_floor=floor)
+    from fedeval.calibration.do_no_harm import bucket_optimism, keep_or_decline
 
+    if not do_no_harm:
+        return cal
+    optimism = bucket_optimism(
+        hist, [(cal.edges, cal.probabilities)], np.ones(1), prior_strength=0.0
+    )
     return keep_or_decline(
-        cal, hist, method="binning", n_map_bins=cal.n_bins, enabled=bool(do_no_harm)
+        cal, hist, method="binning", optimism=optimism, n_params=cal.n_bins, level=harm_level
     )

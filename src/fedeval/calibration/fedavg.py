@@ -42,6 +42,9 @@ References
 .. [2] H. B. McMahan, D. Ramage, K. Talwar and L. Zhang, "Learning
    differentially private recurrent language models", ICLR 2018, §2
    (DP-FedAvg; the fixed-denominator estimator f̃_f = Σ_k Δ_k / (qW)).
+.. [3] T. Li, A. K. Sahu, M. Zaheer, M. Sanjabi, A. Talwalkar and V. Smith,
+   "Federated optimization in heterogeneous networks", MLSys 2020 (FedProx:
+   the local proximal term (μ/2)‖w − w_t‖²).
 """
 
 from __future__ import annotations
@@ -94,10 +97,28 @@ def fit_local(
     *,
     max_iter: int,
     bounds: list[tuple[float | None, float | None]] | None = None,
+    prox: float = 0.0,
 ) -> NDArray[np.float64]:
-    """One client's local fit: L-BFGS-B from ``w0`` on ``objective(w, z, y) -> (loss, grad)``."""
+    """One client's local fit: L-BFGS-B from ``w0`` on ``objective(w, z, y) -> (loss, grad)``.
+
+    With ``prox`` = μ > 0 the client minimises ``objective + (μ/2)‖w − w0‖²``
+    (FedProx, Li et al. 2020): the proximal term keeps its update a damped step
+    from the server's parameters instead of its own optimum, which on a
+    label-skewed client (one or two classes) lies far from the pooled one.
+    """
+    fun = objective
+    if prox > 0:
+        start = np.array(w0, dtype=np.float64, copy=True)
+
+        def fun(
+            w: NDArray[np.float64], zz: NDArray[np.float64], yy: NDArray[np.int64]
+        ) -> tuple[float, NDArray[np.float64]]:
+            loss, grad = objective(w, zz, yy)
+            d = w - start
+            return loss + 0.5 * prox * float(d @ d), grad + prox * d
+
     res = minimize(
-        objective,
+        fun,
         w0,
         args=(z, y),
         jac=True,
@@ -152,11 +173,16 @@ def fedavg(
     bounds: list[tuple[float | None, float | None]] | None = None,
     project: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
     population: int | None = None,
+    prox: float = 0.0,
 ) -> FedAvgRun:
     """FedAvg (DP-FedAvg under user-level DP) of local L-BFGS-B fits over T rounds.
 
     Parameters
     ----------
+    prox : float
+        μ ≥ 0 of each local fit's proximal term (μ/2)‖w − w_t‖² (FedProx,
+        :func:`fit_local`); 0 fits each client to its own optimum, as the
+        multiclass paper's Algorithm 2.
     population : int, optional
         K ≥ 1 of the DP step's denominator q·K, declared public by the user.
         Default under DP: a count of the clients released with
@@ -189,7 +215,7 @@ def fedavg(
     def fit(
         w: NDArray[np.float64], z: NDArray[np.float64], y: NDArray[np.int64]
     ) -> NDArray[np.float64]:
-        return fit_local(objective, w, z, y, max_iter=max_iter, bounds=bounds)
+        return fit_local(objective, w, z, y, max_iter=max_iter, bounds=bounds, prox=prox)
 
     w = np.array(w0, dtype=np.float64, copy=True)
     private = privacy.regime != "exact"

@@ -56,7 +56,17 @@ METHODS: tuple[str, ...] = (
 
 _BINNING_OPTIONS = frozenset({"weighting", "n_bins", "levels", "prior_strength", "do_no_harm"})
 _SCALING_OPTIONS = frozenset(
-    {"optimizer", "max_iter", "server_lr", "l2", "max_step", "do_no_harm", "progress", "population"}
+    {
+        "optimizer",
+        "max_iter",
+        "server_lr",
+        "l2",
+        "max_step",
+        "do_no_harm",
+        "progress",
+        "population",
+        "prox",
+    }
 )
 _FEDCAL_OPTIONS = frozenset(
     {
@@ -146,7 +156,8 @@ def calibrate_multiclass(
           pooled NLL by federated Newton; "fedavg", the paper's Algorithm 2),
           ``l2`` (per-family default, ``scaling.DEFAULT_L2``), ``max_step``
           (1), ``do_no_harm`` (True), ``progress`` (None: on a terminal);
-          FedAvg only: ``max_iter`` (50), ``server_lr`` (1), ``population`` (None);
+          FedAvg only: ``max_iter`` (50), ``server_lr`` (1), ``population`` (None),
+          ``prox`` (FedProx μ of the local fits, ``scaling.DEFAULT_PROX``);
         * fedcal: ``hidden`` (64), ``optimizer`` ("lbfgs", the pooled NLL by
           federated L-BFGS; "fedavg", FedAvg of local fits as the paper runs
           FedCal); L-BFGS: ``l2`` (``fedcal.DEFAULT_FEDCAL_L2``), ``max_step``

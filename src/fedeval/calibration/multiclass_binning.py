@@ -50,7 +50,7 @@ from numpy.typing import NDArray
 from scipy.special import gammaln
 
 from fedeval.aggregation import Rounds
-from fedeval.calibration.base import register
+from fedeval.calibration.base import PROBABILITY_FLOOR, register
 from fedeval.calibration.multiclass import (
     MulticlassCalibrator,
     check_procedure,
@@ -77,12 +77,9 @@ __all__ = [
     "histogram_table",
 ]
 
-#: Smallest probability a binning calibrator predicts (before renormalising the
-#: row). A public constant: a released bin value of 0 (a bin with no positive)
-#: would make the held-out NLL infinite; 1e-4 bounds one such example's NLL by
-#: −log(1e-4) ≈ 9.2 nats and moves a row's top probability by at most
-#: (c − 1)·1e-4.
-PROBABILITY_FLOOR = 1e-4
+# PROBABILITY_FLOOR (imported from calibration.base, shared with the binary
+# calibrators): the smallest probability a binning calibrator predicts (before
+# renormalising the row); it moves a row's top probability by at most (c − 1)·1e-4.
 
 Weighting = Literal["none", "all", "changed"]
 _WEIGHTINGS = ("none", "all", "changed")

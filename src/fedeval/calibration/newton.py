@@ -8,11 +8,12 @@ and its (Gauss–Newton) Hessian are instead *sums over examples*, so a
 federated sum of them is the pooled quantity whatever the client sizes:
 
 1. every round, each sampled client sends the vector
-   ``[n_k, ΔL_k, g_k, H_k]`` of its examples at the server's parameters θ:
-   its example count, its summed loss change from the identity map
-   ``Σ ℓ_i(θ) − ℓ_i(θ₀)``, the summed NLL gradient and the summed
+   ``[n_k, ΔL_k, g_k, H_k, ΔL₂_k]`` of its examples at the server's
+   parameters θ: its example count, its summed loss change from the identity
+   map ``Σ ℓ_i(θ) − ℓ_i(θ₀)``, the summed NLL gradient, the summed
    Gauss–Newton Hessian (upper triangle, or its diagonal when the map has more
-   than ``FULL_HESSIAN_MAX`` parameters under DP);
+   than ``FULL_HESSIAN_MAX`` parameters under DP) and the summed squared
+   loss change;
 2. the sums are released by :class:`fedeval.aggregation.Rounds` (exact under
    secure aggregation; each client's vector clipped to L2 norm C, with
    discrete Gaussian noise every round and the T rounds composed once, under
@@ -49,9 +50,33 @@ Choices where nothing is prescribed (documented and tested):
   ever accepted (e.g. T = 1): then the last proposal, whose change is
   estimated by the quadratic model of the release it was computed from.
 * Do no harm: that released ΔL/n̂ estimates the pooled NLL change of the
-  returned map, from the rounds' own releases (no extra budget). If its upper
-  one-standard-error bound is not below 0, the identity map is returned with
-  a warning giving the numbers.
+  returned map *on the examples it was fitted to*, from the rounds' own
+  releases (no extra budget). In-sample it is optimistic by d/n for a map of
+  d parameters fitted to n independent units (Akaike 1974: the held-out loss
+  of an M-estimate exceeds its in-sample loss by tr(J I⁻¹)/n ≈ d/n), so the
+  held-out change is estimated by ΔL/n̂ + d·q/n̂ (with client sampling at
+  rate q the evaluating round's units took part in the fit with probability
+  about q, and the fit saw about n̂/q units), unbiased to first order. Its
+  standard error holds the release's noise and the sampling spread of the
+  per-unit changes (the last coordinate, ΔL₂, of every client's vector), by
+  the delta method for the ratio ΔL/n̂ (the noise of both). A released count
+  n̂ within ``MIN_COUNT_Z`` (3) noise standard deviations of 0 makes the ratio
+  no estimate: the map is then declined. The
+  map is kept only if the estimated held-out gain −(ΔL/n̂ + d/n̂) exceeds
+  z_{1−a} times its standard error, a one-sided test at level a =
+  :data:`~fedeval.calibration.do_no_harm.HARM_LEVEL` (0.05, z = 1.645): a map
+  whose true held-out change is ≥ 0 is kept with probability at most about
+  a. Otherwise the decline is returned as such (``applied`` False, ``reason``
+  giving the numbers) and announced by a warning.
+* Under DP each client sends its *per-example means* (its sums divided by
+  its example count): every client weighs one in the released sums, whose
+  first coordinate counts clients. The clip C then bounds a vector of O(1)
+  entries whatever a client's size; with sums, the example count dominated
+  the norm, clipping scaled the loss change and gradient down with it, and
+  the noise swamped them (the map was declined nearly always). The objective
+  becomes the client-weighted mean NLL, whose optimum differs from the pooled
+  one only through how clients differ; without DP the sums are sent, and the
+  fixed point is the pooled optimum.
 
 References
 ----------
@@ -63,6 +88,8 @@ References
 .. [3] J. Nocedal and S. Wright, Numerical Optimization, 2nd ed., §10.3
    (Gauss–Newton), §4 (damped / trust-region steps).
 .. [4] W. James and C. Stein (1961), positive-part shrinkage.
+.. [5] H. Akaike (1974), "A new look at the statistical model identification"
+   (the in-sample optimism of d fitted parameters).
 """
 
 from __future__ import annotations
@@ -77,6 +104,7 @@ from tqdm.auto import tqdm
 
 from fedeval.aggregation import Rounds
 from fedeval.calibration.base import warn_degenerate
+from fedeval.calibration.do_no_harm import HARM_LEVEL, harm_threshold
 from fedeval.calibration.fedavg import one_blas_thread
 from fedeval.calibration.multiclass import procedure_record
 from fedeval.calibration.scaling_maps import (
@@ -108,9 +136,20 @@ MAX_PARAMETER_STEP = 0.5
 #: Above this many parameters, DP rounds send the Hessian's diagonal only.
 FULL_HESSIAN_MAX = 32
 
+#: Do no harm trusts a released change ΔL/n̂ only when the released count n̂ is
+#: at least this many noise standard deviations: a ratio over a count near its
+#: noise is heavy-tailed, and the normal approximation of the test fails there.
+MIN_COUNT_Z = 3.0
+
 
 def newton_centre(family: str, n_classes: int) -> NDArray[np.float64]:
-    """θ₀, the identity map in the Newton parametrisation (β = 1 for temperature)."""
+    """θ₀, the identity map in the Newton parametrisation (β = 1 for temperature).
+
+    ``"platt"`` is the binary family o = (0, a·(z₁ − z₀) + b) of two-class
+    logits (:mod:`fedeval.calibration.binary_scaling`), identity (a, b) = (1, 0).
+    """
+    if family == "platt":
+        return np.array([1.0, 0.0])
     return initial_parameters(family, n_classes)  # β = 1 = τ for temperature
 
 
@@ -150,6 +189,14 @@ def map_jacobian(
         jac[:, idx, idx] = z
         jac[:, idx, c + idx] = 1.0
         return o, jac
+    if family == "platt":
+        x = z[:, 1] - z[:, 0]
+        o = np.zeros((n, 2))
+        o[:, 1] = theta[0] * x + theta[1]
+        jac = np.zeros((n, 2, 2))
+        jac[:, 1, 0] = x
+        jac[:, 1, 1] = 1.0
+        return o, jac
     if family == "matrix":
         a = theta[: c * c].reshape(c, c)
         o = z @ a.T + theta[c * c :]
@@ -188,13 +235,17 @@ def client_statistic(
     *,
     full_hessian: bool,
 ) -> Any:
-    """``stat(z, y) -> [n, ΔL, g (d), H (d(d+1)/2 upper triangle, or d diagonal)]`` (sums)."""
+    """``stat(z, y) -> [n, ΔL, g (d), H (d(d+1)/2 upper triangle, or d diagonal), ΔL₂]`` (sums).
+
+    ΔL₂ = Σ_i (ℓ_i(θ) − ℓ_i(θ₀))², the second moment of the per-example loss
+    change, gives the sampling variance of the released mean change.
+    """
     d = theta.size
     iu = np.triu_indices(d)
 
     def stat(z: NDArray[np.float64], y: NDArray[np.int64]) -> NDArray[np.float64]:
         if z.shape[0] == 0:
-            return np.zeros(2 + d + (iu[0].size if full_hessian else d))
+            return np.zeros(3 + d + (iu[0].size if full_hessian else d))
         o, jac = map_jacobian(family, theta, z)
         loss, p = _losses(o, y)
         loss0, _ = _losses(map_jacobian(family, theta0, z)[0], y)
@@ -208,9 +259,31 @@ def client_statistic(
             hv = h[iu]
         else:
             hv = np.einsum("nc,ncd->d", p, jac * jac) - np.sum(jbar * jbar, axis=0)
-        return np.concatenate([[float(z.shape[0]), float(np.sum(loss - loss0))], g, hv])
+        delta = loss - loss0
+        return np.concatenate(
+            [[float(z.shape[0]), float(np.sum(delta))], g, hv, [float(np.sum(delta**2))]]
+        )
 
     return stat
+
+
+def per_example_means(stat: Any) -> Any:
+    """The statistic divided by the client's example count (module docstring: under DP).
+
+    The last coordinate becomes the square of the client's mean loss change, so
+    that the released sums give the spread of the change across clients, the
+    units of the client-weighted objective.
+    """
+
+    def mean(z: NDArray[np.float64], y: NDArray[np.int64]) -> NDArray[np.float64]:
+        v = np.asarray(stat(z, y), dtype=np.float64)
+        if not z.shape[0]:
+            return v
+        v = v / z.shape[0]
+        v[-1] = v[1] ** 2
+        return v
+
+    return mean
 
 
 def _quadratic(
@@ -240,8 +313,13 @@ class NewtonRun:
     applied : bool
         False when the identity map was returned (do no harm).
     history : list of dict
-        Per round: the released (noisy under DP) example count and ΔL/n̂ of
-        the evaluated parameters, the step's norm and the trust radius.
+        Per round: the released (noisy under DP) example count (client count
+        under DP, where clients send per-example means) and ΔL/n̂ of the
+        evaluated parameters, the step's norm and the trust radius.
+    reason : str
+        Why the map was declined, with the numbers ("" when applied).
+    optimism : float
+        d/n̂, added to ``nll_change`` to estimate the held-out change.
     """
 
     theta: NDArray[np.float64]
@@ -251,6 +329,8 @@ class NewtonRun:
     nll_change_se: float
     applied: bool
     history: list[dict[str, float]]
+    reason: str = ""
+    optimism: float = 0.0
 
 
 def pooled_procedure(
@@ -273,6 +353,15 @@ def pooled_procedure(
         estimated_nll_change_se=run.nll_change_se,
         history=run.history,
     )
+    if run.optimism:
+        rec.update(
+            estimated_optimism=run.optimism,
+            harm_level=HARM_LEVEL,
+            decision=(
+                "kept only if the estimated held-out gain -(change + optimism) exceeds "
+                f"z_(1-a) = {harm_threshold(HARM_LEVEL):.4g} standard errors (a = {HARM_LEVEL})"
+            ),
+        )
     return rec
 
 
@@ -317,7 +406,9 @@ def federated_newton(
 
     def sketch(theta: NDArray[np.float64]) -> ClippedSumSketch:
         stat = client_statistic(family, theta, theta0, full_hessian=full)
-        return ClippedSumSketch(stat, 2 + d + n_h, clip)
+        if private:
+            stat = per_example_means(stat)
+        return ClippedSumSketch(stat, 3 + d + n_h, clip)
 
     theta = theta0.copy()
     schedule = Rounds(
@@ -358,9 +449,10 @@ def _rounds(
     """The T rounds of :func:`federated_newton` (see there)."""
     theta = theta0.copy()
     n_h = d * (d + 1) // 2 if full else d
-    variance = np.zeros(2 + d + n_h)
+    variance = np.zeros(3 + d + n_h)
     history: list[dict[str, float]] = []
-    accepted: tuple[NDArray[np.float64], float, float] | None = None  # θ, ΔL/n̂, its variance
+    # θ, ΔL/n̂, its variance, n̂, and n̂ in noise standard deviations
+    accepted: tuple[NDArray[np.float64], float, float, float, float] | None = None
     radius = float(max_step)
     predicted = 0.0
     bar = tqdm(
@@ -378,7 +470,15 @@ def _rounds(
         variance = np.asarray(rel.variance, dtype=np.float64)
         sd = np.sqrt(variance)
         n_used = max(float(v[0]), 2.0 * float(sd[0]), 1.0)
-        change, change_var = float(v[1]) / n_used, float(variance[1]) / n_used**2
+        change = float(v[1]) / n_used
+        # The noise on ΔL, and the sampling spread of the per-unit changes
+        # (second moment minus the squared mean, over n̂ units).
+        spread = max(float(v[-1]) / n_used - change**2, 0.0)
+        # Delta method for the ratio ΔL/n̂: the noise of both, and the sampling spread.
+        change_var = (
+            float(variance[1]) + change**2 * float(variance[0])
+        ) / n_used**2 + spread / n_used
+        count_z = float(v[0]) / float(sd[0]) if sd[0] > 0 else math.inf
         released = {"released_examples": float(v[0]), "nll_change": change}
         g_raw = v[2 : 2 + d]
         if accepted is not None:
@@ -399,9 +499,9 @@ def _rounds(
                 continue
             if rho > 0.75:
                 radius *= 2.0
-        accepted = (theta.copy(), change, change_var)
+        accepted = (theta.copy(), change, change_var, n_used, count_z)
         g = g_raw
-        hv = v[2 + d :]
+        hv = v[2 + d : 2 + d + n_h]
         if full:
             h = np.zeros((d, d))
             h[iu] = hv
@@ -409,7 +509,7 @@ def _rounds(
         else:
             h = np.diag(hv)
         lam = l2 * n_used
-        mu = 2.0 * float(np.max(sd[2 + d :])) * math.sqrt(d) if private else 0.0
+        mu = 2.0 * float(np.max(sd[2 + d : 2 + d + n_h])) * math.sqrt(d) if private else 0.0
         if private:
             g2 = float(g @ g)
             noise2 = float(np.sum(variance[2 : 2 + d]))
@@ -442,20 +542,40 @@ def _rounds(
             theta = np.clip(theta, 1e-3, 1e3)
     assert accepted is not None
     proposal = theta
-    theta, estimate, est_var = accepted
+    theta, estimate, est_var, n_hat, count_z = accepted
     se = math.sqrt(est_var)
     if np.array_equal(theta, theta0) and predicted < 0.0:
         # No step was ever evaluated (T = 1, or every step rejected): the last
         # proposal, judged by the quadratic model of its own round's release.
         theta, estimate = proposal, estimate + predicted
     applied = True
-    if do_no_harm and not estimate + se < 0.0:
+    reason = ""
+    # Each evaluated unit took part in the fit with probability ≈ q per round, and
+    # the fit saw ≈ n̂/q distinct units: optimism d·(fraction in the fit)/(units in
+    # the fit) = d·q/n̂ (d/n̂ when every round sees every unit).
+    optimism = d * schedule.mechanism.sampling_rate / n_hat
+    gain = -(estimate + optimism)
+    z = harm_threshold(HARM_LEVEL)
+    units = "client" if private else "example"
+    if do_no_harm and count_z < MIN_COUNT_Z:
         applied = False
+        reason = (
+            f"the released number of {units}s of the evaluating round is within "
+            f"{MIN_COUNT_Z:g} noise standard deviations of 0 ({count_z:.2g} of them), so its "
+            "released NLL change (a ratio over that count) is no estimate"
+        )
+    elif do_no_harm and not gain > z * se:
+        applied = False
+        reason = (
+            f"the estimated held-out change of the NLL is {estimate:+.4g} (released, in-sample) "
+            f"+ {optimism:#.2g} (optimism of {d} fitted parameter(s)) = {-gain:+.4g} "
+            f"± {se:#.2g} (standard error) per {units}; the map is kept only if its gain "
+            f"exceeds {z:.3g} standard errors (one-sided level {HARM_LEVEL})"
+        )
+    if not applied:
         warn_degenerate(
-            f"{family} scaling was not applied: the estimated change of the pooled NLL is "
-            f"{estimate:+.4g} ± {se:.2g} (standard error) per example, not clearly below 0; "
-            "returning the identity map. More clients, rounds or budget, or another clip, "
-            "would let the map be learned."
+            f"{family} scaling was not applied: {reason}; returning the identity map. More "
+            "clients, rounds or budget, or another clip, would let the map be learned."
         )
         theta = theta0.copy()
-    return NewtonRun(theta, schedule, variance, estimate, se, applied, history)
+    return NewtonRun(theta, schedule, variance, estimate, se, applied, history, reason, optimism)

@@ -5,7 +5,7 @@ dense client indices, **in the order the user gave them**. Building one never
 sorts: the fast aggregation path works on the whole arrays at once and needs no
 grouping. Grouping by client is computed lazily, once, and only where a client's
 examples must be seen together (the faithful path, per-client views, subsets);
-it is a linear-time radix sort on the dense indices
+it is one sort of (index, position) keys
 (:func:`fedeval.data.grouping.group_order`). Labels stay narrow (``int8`` for
 binary tasks).
 
@@ -340,7 +340,7 @@ class Federation:
     def order(self) -> NDArray[np.intp] | None:
         """Rows in client order (stable), or None when the storage is grouped already.
 
-        Computed once, in O(n), on first use (:func:`fedeval.data.grouping.group_order`).
+        Computed once, on first use (:func:`fedeval.data.grouping.group_order`).
         """
         if self._client_index is None and self._id_lookup is None:
             return None  # built from offsets alone: stored grouped

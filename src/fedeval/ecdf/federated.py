@@ -169,5 +169,7 @@ def federated_ecdf(
     model = ecdf_model(privacy, epsilon, neighbouring)
     total = public_total(model, fed.n_examples)
     sketch = PrefixTreeSketch(g, "at_most", total=total)
-    snapshot: PrivateECDF = release(fed, sketch, model, path=path, rng=rng, ledger=ledger).decode()
+    snapshot = PrivateECDF.of(
+        release(fed, sketch, model, path=path, rng=rng, ledger=ledger).decode()
+    )
     return FederatedECDF(snapshot, fed.n_clients if client_count_public(model) else None, path)

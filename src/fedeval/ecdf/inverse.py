@@ -19,14 +19,14 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval.ecdf.release import PrivateECDF
+from fedeval.sketches.prefix_tree import DecodedECDF
 from fedeval.validation import check_positive
 
 __all__ = ["inverse_ecdf"]
 
 
 def inverse_ecdf(
-    ecdf: PrivateECDF,
+    ecdf: DecodedECDF,
     q: ArrayLike,
     *,
     precision: float | None = None,
@@ -36,7 +36,7 @@ def inverse_ecdf(
 
     Parameters
     ----------
-    ecdf : PrivateECDF
+    ecdf : DecodedECDF or PrivateECDF
         Raw or smoothed release.
     q : array_like
         Quantile levels in [0, 1] (any shape).

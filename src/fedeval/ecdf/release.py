@@ -17,7 +17,8 @@ References
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -25,11 +26,13 @@ from numpy.typing import ArrayLike, NDArray
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation
 from fedeval.ecdf.grid import check_grid
+from fedeval.ecdf.inverse import inverse_ecdf
+from fedeval.postprocess.smoothing import Solver, smooth_ecdf
 from fedeval.privacy.guarantee import Neighbouring
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import DistributedDP, PrivacyModel
 from fedeval.randomness import RNGLike
-from fedeval.sketches.prefix_tree import PrefixTreeSketch, PrivateECDF, count_at_most
+from fedeval.sketches.prefix_tree import DecodedECDF, PrefixTreeSketch, count_at_most
 
 __all__ = [
     "PrivateECDF",
@@ -40,6 +43,43 @@ __all__ = [
     "public_total",
     "values_federation",
 ]
+
+
+@dataclass(frozen=True)
+class PrivateECDF(DecodedECDF):
+    """A released (possibly noisy, possibly smoothed) ECDF on a public grid.
+
+    The decoded estimate of :class:`~fedeval.sketches.prefix_tree.PrefixTreeSketch`
+    (same fields: see :class:`~fedeval.sketches.prefix_tree.DecodedECDF`), with
+    its post-processing steps as methods. They live here, not on the sketch's
+    estimate, because DESIGN.md has the layer above the sketch call
+    post-processing (:mod:`fedeval.postprocess`), never the sketch itself.
+    """
+
+    @classmethod
+    def of(cls, decoded: DecodedECDF) -> PrivateECDF:
+        """The same estimate, with its post-processing methods."""
+        return cls(**{f.name: getattr(decoded, f.name) for f in fields(decoded)})
+
+    def inverse(
+        self,
+        q: ArrayLike,
+        *,
+        precision: float | None = None,
+        bounds: tuple[float, float] | None = None,
+    ) -> NDArray[np.float64]:
+        """Quantiles by binary search (Algorithm 1); see :func:`fedeval.ecdf.inverse_ecdf`."""
+        return inverse_ecdf(self, q, precision=precision, bounds=bounds)
+
+    def smoothed(
+        self,
+        norm: Literal[1, 2] = 2,
+        *,
+        points: ArrayLike | None = None,
+        solver: Solver | None = None,
+    ) -> PrivateECDF:
+        """Monotone smoothing (eq. 3); see :func:`fedeval.ecdf.smooth_ecdf`."""
+        return smooth_ecdf(self, norm=norm, points=points, solver=solver)
 
 
 def check_values(values: Any) -> NDArray[np.float64]:
@@ -196,5 +236,4 @@ def private_ecdf(
     total = public_total(model, v.size)
     sketch = PrefixTreeSketch(g, "at_most", total=total)
     rel = release(values_federation(v, g), sketch, model, path=path, rng=rng, ledger=ledger)
-    out: PrivateECDF = rel.decode()
-    return out
+    return PrivateECDF.of(rel.decode())

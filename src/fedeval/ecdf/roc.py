@@ -183,7 +183,7 @@ def dp_roc_curve(
     ecdfs: list[PrivateECDF] = []
     receipts: list[Receipt] = []
     for sk, ticket in zip(sketches, tickets, strict=True):
-        rel: PrivateECDF = release(fed, sk, reservation=ticket, path=path, rng=gen).decode()
+        rel = PrivateECDF.of(release(fed, sk, reservation=ticket, path=path, rng=gen).decode())
         receipts.append(rel.receipt)
         if smoothing is not None:
             rel = rel.smoothed(smoothing)

@@ -118,13 +118,12 @@ class MultiServerECDF:
         """
         pos = query_positions(points, self.sketch.points.size)
         if self.sketch.total is not None:
-            out: PrivateECDF = self.shared.query(pos, self.sketch.at(pos)).decode()
-            return out
+            return PrivateECDF.of(self.shared.query(pos, self.sketch.at(pos)).decode())
         # No public total: the normaliser is the released count at the last grid point,
         # so that point is always answered too (the same noise as any other query).
         last = self.sketch.points.size - 1
         ask = np.union1d(pos, [last]).astype(np.int64)
-        full: PrivateECDF = self.shared.query(ask, self.sketch.at(ask)).decode()
+        full = PrivateECDF.of(self.shared.query(ask, self.sketch.at(ask)).decode())
         keep = np.searchsorted(ask, pos)
         return replace(
             full, grid=full.grid[keep], counts=full.counts[keep], indices=full.indices[keep]

@@ -843,8 +843,9 @@ def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> d
         ),
     }
     out = Path(settings.out_dir)
+    # The command that started the run checked --out; the run's own files may be rewritten.
     fe.report.write_report(
-        evaluations, out, thresholds=settings.thresholds, title="fedeval on Flower"
+        evaluations, out, thresholds=settings.thresholds, title="fedeval on Flower", force=True
     )
     (out / RESULT_FILE).write_text(json.dumps(result, indent=2, default=_json_default))
     return {"evaluations": evaluations, "result": result}

@@ -49,6 +49,10 @@ class ThresholdMetrics:
         class), the Δ = 2^-h term of Theorem 2. Not a standard error.
     tp, fp, positives, negatives : ndarray
         Estimated counts behind the ratios.
+    positive_rate, positive_rate_se : ndarray or None
+        Share of all examples predicted positive, (TP + FP)/(P + N) (demographic
+        parity compares it across groups), and its standard error from the
+        privacy noise.
     """
 
     threshold: NDArray[np.float64]
@@ -65,6 +69,8 @@ class ThresholdMetrics:
     fp: NDArray[np.float64]
     positives: float
     negatives: float
+    positive_rate: NDArray[np.float64] | None = None
+    positive_rate_se: NDArray[np.float64] | None = None
 
     @property
     def tpr(self) -> NDArray[np.float64]:
@@ -197,6 +203,14 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
             if m > 0
             else np.full(k, np.nan)
         )
+        # positive rate = 1 − (X⁺ + X⁻)/(T⁺ + T⁻).
+        positive_rate = np.where(m > 0, pred_pos / m, np.nan)
+        pr = np.nan_to_num(positive_rate)
+        pr_var = (
+            var_of(np.full(k, -1 / m), (1 - pr) / m, np.full(k, -1 / m), (1 - pr) / m)
+            if m > 0
+            else np.full(k, np.nan)
+        )
         leaf_idx = np.minimum(r, n_leaves - 1)
         leaf_pos = np.maximum(tree.leaves[1, leaf_idx], 0.0) / max(n_pos, 1.0)
         leaf_neg = np.maximum(tree.leaves[0, leaf_idx], 0.0) / max(n_neg, 1.0)
@@ -220,4 +234,6 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
         fp=shaped(fp),
         positives=n_pos,
         negatives=n_neg,
+        positive_rate=shaped(positive_rate),
+        positive_rate_se=shaped(_se(pr_var)),
     )

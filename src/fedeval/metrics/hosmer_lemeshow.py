@@ -1,7 +1,8 @@
 """The Hosmer–Lemeshow goodness-of-fit statistic, exact or ε-DP (Barczewski et al. 2025, Algorithm 2).
 
 Examples are ranked by predicted probability and cut into Q groups at the
-q/Q-quantiles t_1 ≤ ... ≤ t_{Q-1} (t_0 = 0, t_Q = 1); per group the observed
+q/Q-quantiles t_1 ≤ ... ≤ t_{Q-1} (t_0 = 0, t_Q = 1), group q holding the
+probabilities in (t_{q-1}, t_q] (the first also 0); per group the observed
 (O) and expected (E) numbers of positives (s = 1) and negatives (s = 0) give
 
     H = Σ_q (O_{1q} - E_{1q})²/E_{1q} + (O_{0q} - E_{0q})²/E_{0q}          (eq. 5)
@@ -15,9 +16,19 @@ and each of the 4Q group sums gets independent noise of scale 1/ε′. Replacing
 one example changes at most two groups, i.e. 8 sums by at most 1 each: 8ε′-DP.
 Total (L + 1)ε′ + 8ε′ = ε.
 
-Choices where the paper is loose: groups are half-open, [t_{q-1}, t_q) (the
-last is [t_{Q-1}, 1]), the one bin convention of :mod:`fedeval.sketches.grid`,
-so every example is in exactly one group, which the sensitivity argument needs;
+Group convention: right-closed groups (t_{q-1}, t_q], the first being
+[0, t_1], so every example is in exactly one group (which the sensitivity
+argument needs). The exact statistic cuts at the type-7 (linear) sample
+quantiles, R's default: it is then the textbook statistic over the "deciles of
+risk" of Hosmer & Lemeshow as R's ``ResourceSelection::hoslem.test`` computes
+it (``cut(p, quantile(p, 0:g/g), include.lowest = TRUE)``), with equal-count
+groups whenever the probabilities are distinct and Q divides n. The private
+cut points are grid points t with F̂(t) ≥ q/Q for the "at most" ECDF
+F(t) = #{p ≤ t}/n, so the examples at t belong to the group below the cut:
+right-closed again. (Left-closed groups at inverted-CDF quantiles, used
+before, put each group one example off the deciles of risk.)
+
+Choices where the paper is loose:
 the three parts are releases through the one pipeline, charged together before
 any noise is drawn: the tree-mechanism ECDF with (L + 1)ε′, the counts O with
 4ε′ and the probability sums E with 4ε′, so that every statistic gets noise of
@@ -42,19 +53,18 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from fedeval.aggregation import Path, release, reserve
 from fedeval.ecdf.grid import equal_width_grid
+from fedeval.ecdf.inverse import inverse_ecdf
 from fedeval.ecdf.release import ecdf_model, public_total, values_federation
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.receipt import Receipt, compose
 from fedeval.randomness import RNGLike, as_generator
-from fedeval.sketches.grid import bin_of_edges
-from fedeval.sketches.group_sums import GroupSumsSketch
-from fedeval.sketches.prefix_tree import PrefixTreeSketch, PrivateECDF
+from fedeval.sketches.group_sums import GroupSumsSketch, group_of
+from fedeval.sketches.prefix_tree import DecodedECDF, PrefixTreeSketch
 from fedeval.validation import (
     check_binary_labels,
     check_int_at_least,
@@ -86,7 +96,8 @@ class HosmerLemeshowResult:
     observed, expected : ndarray of float64, shape (Q, 2)
         Per group, column 0 = negatives, column 1 = positives (noisy if private).
     thresholds : ndarray of float64, shape (Q + 1,)
-        Group edges t_0 = 0 ≤ t_1 ≤ ... ≤ t_Q = 1; group q is [t_{q-1}, t_q).
+        Group edges t_0 = 0 ≤ t_1 ≤ ... ≤ t_Q = 1; group q is (t_{q-1}, t_q], the
+        first [0, t_1].
     epsilon_split : dict
         ε spent on the cut points (``"quantiles"``, (L + 1)ε′) and on the 4Q
         group sums (``"group_sums"``, 8ε′); empty for the exact statistic.
@@ -123,12 +134,34 @@ def _group_sums(
     clients = np.zeros(probs.size, dtype=np.int64)
     obs = GroupSumsSketch(thresholds, "observed").encode(probs, labels, clients)
     q = thresholds.size - 1
-    group = bin_of_edges(thresholds, probs)
+    group = group_of(thresholds, probs)
     exp = np.stack(
         [np.bincount(group, 1.0 - probs, minlength=q), np.bincount(group, probs, minlength=q)],
         axis=1,
     )
     return obs.reshape(q, 2).astype(np.float64), np.asarray(exp, dtype=np.float64)
+
+
+def _on_grid(points: NDArray[np.float64], grid: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The grid point nearest each bisection result.
+
+    Algorithm 1 stops with a bracket (a, b] of width 2^-L narrower than the grid's
+    spacing 1/(2^L − 1) and returns its midpoint; the step ECDF crosses q at the one
+    grid point inside the bracket, which is the nearest grid point to the midpoint.
+    The cut point is that grid point t, so that the groups (t_{q-1}, t_q] hold exactly
+    the examples the released "at most" counts F̂(t_q) − F̂(t_{q-1}) count.
+    """
+    idx = np.clip(np.searchsorted(grid, points), 1, grid.size - 1)
+    below = grid[idx - 1]
+    above = grid[idx]
+    return np.where(points - below <= above - points, below, above)
+
+
+def _chi2_sf(h: float, dof: int) -> float:
+    """P(χ²_dof > h), the test's p-value (scipy.stats imported on first use: ~0.7 s)."""
+    from scipy import stats
+
+    return float(stats.chi2.sf(h, dof))
 
 
 def _statistic(observed: NDArray[np.float64], expected: NDArray[np.float64]) -> float:
@@ -201,6 +234,10 @@ def hosmer_lemeshow(
 
     Notes
     -----
+    Groups are right-closed, (t_{q-1}, t_q]: the exact statistic is R's
+    ``ResourceSelection::hoslem.test`` (type-7 quantile cut points), the
+    textbook equal-count deciles of risk (module docstring).
+
     Public inputs: the number of groups Q, the height L (the quantile grid),
     and the number of examples only under replacement of one example (the
     paper's setting); the cut points are post-processing of the private ECDF.
@@ -231,13 +268,12 @@ def hosmer_lemeshow(
     q = check_int_at_least(groups, 3, name="groups")
     levels = np.arange(1, q) / q
     if privacy is None and epsilon is None:
-        cuts = np.quantile(p, levels, method="inverted_cdf")
+        # Type-7 (linear) quantiles and right-closed groups: R's hoslem.test.
+        cuts = np.quantile(p, levels, method="linear")
         thresholds = np.concatenate([[0.0], cuts, [1.0]])
         observed, expected = _group_sums(p, y, thresholds)
         h = _statistic(observed, expected)
-        return HosmerLemeshowResult(
-            h, float(stats.chi2.sf(h, q - 2)), q - 2, observed, expected, thresholds
-        )
+        return HosmerLemeshowResult(h, _chi2_sf(h, q - 2), q - 2, observed, expected, thresholds)
     model = ecdf_model(privacy, epsilon, "replace")
     lvl = check_int_at_least(height, 1, name="height")
     floor = check_positive(min_expected, name="min_expected")
@@ -259,10 +295,10 @@ def hosmer_lemeshow(
         n_clients=fed.n_clients,
     )
     gen = as_generator(rng)
-    ecdf: PrivateECDF = release(
+    ecdf: DecodedECDF = release(
         fed, ecdf_sketch, reservation=tickets[0], path=path, rng=gen
     ).decode()
-    cuts = np.maximum.accumulate(ecdf.inverse(levels, bounds=(0.0, 1.0)))
+    cuts = np.maximum.accumulate(_on_grid(inverse_ecdf(ecdf, levels, bounds=(0.0, 1.0)), grid))
     thresholds = np.concatenate([[0.0], cuts, [1.0]])
     obs_rel = release(
         fed, GroupSumsSketch(thresholds, "observed"), reservation=tickets[1], path=path, rng=gen
@@ -281,7 +317,8 @@ def hosmer_lemeshow(
     )
     steps: tuple[str, ...] = (
         *ecdf.post_processing,
-        "cut points from Algorithm 1 made non-decreasing (running maximum)",
+        "cut points from Algorithm 1 moved to the grid point inside their final bracket "
+        "(where the released ECDF crosses q/Q) and made non-decreasing (running maximum)",
         f"noisy expected counts floored at min_expected = {floor:g} ({floored} floored)",
     )
     # Absolute ε actually charged by each part (0 for a model without DP).
@@ -291,7 +328,7 @@ def hosmer_lemeshow(
     }
     return HosmerLemeshowResult(
         h,
-        float(stats.chi2.sf(h, q - 2)),
+        _chi2_sf(h, q - 2),
         q - 2,
         observed,
         expected,

@@ -33,19 +33,23 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 from scipy.optimize import linprog
 
-from fedeval.ecdf.release import PrivateECDF
+from fedeval.sketches.prefix_tree import DecodedECDF
 from fedeval.sketches.tree import Tree, binary_height
 
 __all__ = ["SmoothingProblem", "Solver", "smooth_ecdf", "smoothing_problem"]
 
 Solver = Literal["highs", "clarabel"]
+
+#: A decoded ECDF, or the ``ecdf`` layer's :class:`fedeval.ecdf.PrivateECDF`: smoothing
+#: returns the type it is given.
+ECDFT = TypeVar("ECDFT", bound=DecodedECDF)
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class SmoothingProblem:
 
 
 def smoothing_problem(
-    ecdf: PrivateECDF, points: ArrayLike | None = None
+    ecdf: DecodedECDF, points: ArrayLike | None = None
 ) -> tuple[SmoothingProblem, NDArray[np.int64]]:
     """Build eq. (3) for ``ecdf`` restricted to ``points`` (positions in ``ecdf.grid``).
 
@@ -160,12 +164,12 @@ def _solve_clarabel(prob: SmoothingProblem, norm: Literal[1, 2]) -> NDArray[np.f
 
 
 def smooth_ecdf(
-    ecdf: PrivateECDF,
+    ecdf: ECDFT,
     *,
     norm: Literal[1, 2] = 2,
     points: ArrayLike | None = None,
     solver: Solver | None = None,
-) -> PrivateECDF:
+) -> ECDFT:
     """Non-decreasing, [0, 1]-valued ECDF closest to the release in tree-noise space (eq. 3).
 
     Post-processing: uses only the released counts, so the result keeps the
@@ -173,7 +177,7 @@ def smooth_ecdf(
 
     Parameters
     ----------
-    ecdf : PrivateECDF
+    ecdf : DecodedECDF or PrivateECDF
         A release (or an earlier smoothing of one).
     norm : {1, 2}
         p in eq. (3): 1 (LP; the Laplace log-likelihood) or 2 (QP).
@@ -185,8 +189,8 @@ def smooth_ecdf(
 
     Returns
     -------
-    PrivateECDF
-        On the grid points of B, with ``post_processing`` extended by the
+    DecodedECDF or PrivateECDF
+        Of the type of ``ecdf``, on the grid points of B, with ``post_processing`` extended by the
         smoothing step.
 
     Raises

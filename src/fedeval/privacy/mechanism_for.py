@@ -320,6 +320,8 @@ def mechanism_for(
             f"{type(privacy).__name__} covers one release; several Poisson-sampled rounds "
             "need UserLevelDP (or SecureAggregation)"
         )
+    if isinstance(privacy, CentralDP | DistributedDP):
+        _check_assign(privacy, layout)
     if isinstance(privacy, CentralDP):
         return _central(privacy, sketch, n, layout or "whole")
     if isinstance(privacy, DistributedDP):
@@ -749,6 +751,23 @@ def client_clip(privacy: PrivacyModel) -> float | tuple[float, float] | None:
 
 
 # --------------------------------------------------------------------- helpers
+def _check_assign(model: CentralDP | DistributedDP, layout: Layout | None) -> None:
+    """Layout "assign" scales each part by n/m_k: n must be public, i.e. replacement neighbours.
+
+    Under add/remove of a unit the number of clients n is not public (a unit
+    may be a whole client, or a client's only example), and values scaled by
+    n/m_k would publish it (their lattice, and the split sizes the release
+    keeps for its variances).
+    """
+    if layout == "assign" and model.neighbouring != "replace":
+        raise ValueError(
+            "layout 'assign' (level_budget='assign') scales each part by the number of clients "
+            "over those assigned to it, and that number is not public under add/remove "
+            "neighbours; use the default layout 'whole' (level_budget='split'), or "
+            "neighbouring='replace'"
+        )
+
+
 def _part_entries(
     sketch: SensitiveSketch,
     sens: Sensitivity,
@@ -783,12 +802,20 @@ def _part_entries(
 
 _SHARE_SAMPLING = (
     "assumes the secure sum reveals only the total of at least the threshold number of "
-    "shares; shares are integers drawn with numpy's negative-binomial/Poisson samplers "
-    "(distribution exact up to double-precision rounding)"
+    "shares; integer shares. Exact draws (law exactly the target for any bit generator, "
+    "fedeval.privacy.mechanisms.exact_sampling): the simulated total of exactly the "
+    "threshold number of Pólya shares (fast path), which is discrete Laplace, and a Pólya "
+    "share of shape 1. Drawn with numpy's floating-point negative-binomial and Poisson "
+    "samplers, whose law is the target only up to double-precision rounding: Pólya shares "
+    "of any other shape (the faithful path with more than one party, or a total of another "
+    "number of shares) and all Skellam shares"
 )
 _CENTRAL_SAMPLING = (
-    "integer noise on integer sums, drawn with double-precision geometric/rejection "
-    "samplers, or exactly in secure mode (fedeval.randomness.SecureGenerator)"
+    "integer noise on integer sums, drawn exactly for any bit generator (discrete Laplace "
+    "by exact inversion of the generator's raw words, discrete Gaussian by "
+    "Canonne-Kamath-Steinke rejection with exactly decided acceptances; "
+    "fedeval.privacy.mechanisms.exact_sampling): its law is the one the guarantee is "
+    "computed for"
 )
 
 

@@ -53,6 +53,9 @@ __all__ = [
 
 Regime = Literal["exact", "central", "local"]
 
+#: The largest ε of a local randomiser: its flip probabilities need e^ε to be finite.
+MAX_LOCAL_EPSILON = 700.0
+
 
 @dataclass(frozen=True)
 class SecureAggregation:
@@ -227,8 +230,11 @@ class CentralDP:
     Notes
     -----
     The noise is discrete Laplace (the geometric mechanism) on the integer
-    sums, so the guarantee holds exactly on a computer; sketches with real
-    values cannot be released under this model.
+    sums, drawn by exact inversion of the random generator's raw 64-bit words
+    (:mod:`fedeval.privacy.mechanisms.exact_sampling`): the law of the noise
+    is exactly the discrete Laplace for any bit generator, so the pure ε-DP
+    guarantee (δ = 0) holds exactly on a computer, not only up to floating-point
+    rounding. Sketches with real values cannot be released under this model.
     """
 
     epsilon: float
@@ -287,6 +293,11 @@ class LocalDP:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        if self.epsilon > MAX_LOCAL_EPSILON:
+            raise ValueError(
+                f"local DP needs epsilon <= {MAX_LOCAL_EPSILON:g} (e^ε overflows beyond; such a "
+                f"report is sent in the clear anyway), got {self.epsilon!r}"
+            )
         if self.oracle not in ("oue", "rr"):
             raise ValueError(f"oracle must be 'oue' or 'rr', got {self.oracle!r}")
 

@@ -27,7 +27,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from fedeval.privacy.mechanisms.discrete_gaussian import (
     discrete_gaussian_variance,
@@ -114,6 +113,8 @@ class PolyaShareNoise(AdditiveNoise):
     def share_tail(self, tau: int) -> float:
         # |X - Y| <= max(X, Y) for X, Y >= 0 i.i.d., so P(|X - Y| > τ) <= 2 P(X > τ).
         s = self.shares
+        from scipy import stats  # on first use: scipy.stats costs ~0.7 s to import
+
         return float(2.0 * stats.nbinom.sf(tau, s.shape, 1.0 - s.alpha))
 
     def epsilon_if_received(self, n_received: int) -> float:
@@ -157,6 +158,8 @@ class SkellamShareNoise(AdditiveNoise):
         return self.shares.share_variance * n_received
 
     def share_tail(self, tau: int) -> float:
+        from scipy import stats
+
         return float(2.0 * stats.poisson.sf(tau, self.shares.share_mu))
 
 

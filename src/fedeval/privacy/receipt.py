@@ -226,8 +226,11 @@ def compose(receipts: list[Receipt], what: str) -> Receipt:
     randomness = "; ".join(dict.fromkeys(r.randomness for r in receipts if r.randomness))
     if any(r.seeded for r in receipts) and not randomness.startswith("seeded"):
         randomness = "seeded (in part): " + randomness
+    # Each part's model, once: e.g. "DistDP ε=0.05 + DistDP ε=0.95" for a count and
+    # the release planned from it (the first part's alone would understate the spend).
+    model = " + ".join(dict.fromkeys(r.model for r in receipts))
     return Receipt(
-        receipts[0].model,
+        model,
         guarantee,
         entries,
         "; ".join(r.mechanism for r in receipts),

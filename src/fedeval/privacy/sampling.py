@@ -142,7 +142,7 @@ def split_counts(
 def contribution_mask(
     client_index: NDArray[np.int64],
     offsets: NDArray[np.int64],
-    bound: int,
+    bound: int | NDArray[np.int64],
     rng: np.random.Generator,
 ) -> NDArray[np.bool_]:
     """Keep at most ``bound`` uniformly random examples of every client.
@@ -153,8 +153,9 @@ def contribution_mask(
         Dense client of every example, in any order.
     offsets : ndarray of int64, shape (n_clients + 1,)
         Cumulative client sizes: client ``i`` holds ``offsets[i + 1] - offsets[i]`` examples.
-    bound : int
-        The contribution bound B >= 1.
+    bound : int or ndarray of int64, shape (n_clients,)
+        The contribution bound B >= 1, or one bound >= 0 per client (what each
+        client may still contribute, e.g. of a bound over several releases).
 
     Returns
     -------
@@ -171,7 +172,8 @@ def contribution_mask(
     n = client_index.shape[0]
     sizes = np.diff(offsets)
     keep = np.ones(n, dtype=bool)
-    over = sizes > bound
+    bounds = np.broadcast_to(np.asarray(bound, dtype=np.int64), sizes.shape)
+    over = sizes > bounds
     if not over.any():
         return keep
     rows = np.flatnonzero(over[client_index])
@@ -181,7 +183,7 @@ def contribution_mask(
     over_sizes = np.where(over, sizes, 0)
     start = np.cumsum(over_sizes) - over_sizes  # where each client's group begins in `grouped`
     rank = np.arange(grouped.size) - start[owner]
-    keep[grouped[rank >= bound]] = False
+    keep[grouped[rank >= bounds[owner]]] = False
     return keep
 
 

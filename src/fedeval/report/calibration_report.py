@@ -16,7 +16,7 @@ from fedeval.metrics.calibration_error import (
     maximum_calibration_error,
 )
 from fedeval.report.evaluation_report import png_data_uri
-from fedeval.report.files import write_all_or_nothing
+from fedeval.report.files import prepare_out_dir, write_all_or_nothing
 from fedeval.report.reliability import reliability_diagram
 from fedeval.report.style import html_table, md_table, page, receipt_block, receipt_lines
 
@@ -63,6 +63,7 @@ def write_calibration_report(
     title: str = "fedeval calibration report",
     privacy: str = "",
     source: str | None = None,
+    force: bool = False,
 ) -> dict[str, Path]:
     """Write ``calibrator.json``, ``calibration-report.html`` and ``calibration-report.md``.
 
@@ -142,7 +143,7 @@ def write_calibration_report(
         f"<h2>Privacy receipt</h2>{receipt_block(receipt_of)}"
     )
     doc = page(title, header, body)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_out_dir(out, force=force)
     targets = {
         "calibrator": out / "calibrator.json",
         "html": out / "calibration-report.html",

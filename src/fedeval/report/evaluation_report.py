@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from fedeval.report.files import write_report_files
+from fedeval.report.files import prepare_out_dir, write_report_files
 from fedeval.report.style import (
     fmt,
     fmt_privacy,
@@ -46,6 +46,7 @@ __all__ = [
     "png_data_uri",
     "pr_band",
     "receipt_html",
+    "source_lines",
     "write_report",
 ]
 
@@ -353,6 +354,11 @@ def _receipt_md(ev: Evaluation, count_public: bool) -> list[str]:
 
 
 # ------------------------------------------------------------------------- report
+def source_lines(source: Mapping[str, Any] | None) -> list[str]:
+    """The report header's input line(s) from ``source`` (a name and public sizes only)."""
+    return _source_lines(source)
+
+
 def _source_lines(source: Mapping[str, Any] | None) -> list[str]:
     if not source:
         return []
@@ -378,11 +384,13 @@ def write_report(
     exact: Mapping[str, Any] | None = None,
     title: str = "fedeval report",
     source: Mapping[str, Any] | None = None,
+    force: bool = False,
 ) -> dict[str, Path]:
     """Write ``report.html`` (self-contained), ``report.md`` and ``results.json``.
 
     Files are written to temporary names and renamed at the end, so a failure
-    leaves no partial report.
+    leaves no partial report. A non-empty ``out_dir`` is refused unless
+    ``force`` (:func:`fedeval.report.files.prepare_out_dir`).
 
     Parameters
     ----------
@@ -413,7 +421,7 @@ def write_report(
     The HTML page is one file: inline stylesheet, figures as ``data:`` PNGs.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_out_dir(out, force=force)
     exact = dict(exact or {})
     payload = evaluation_payload(evaluations, thresholds=thresholds, exact=exact, source=source)
     roc_png = png_data_uri(plot_roc(evaluations, exact=exact.get("roc")))

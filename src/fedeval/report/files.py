@@ -7,7 +7,38 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_all_or_nothing", "write_report_files"]
+__all__ = ["OutputDirectoryError", "prepare_out_dir", "write_all_or_nothing", "write_report_files"]
+
+
+class OutputDirectoryError(ValueError):
+    """The report directory cannot be used: not a directory, or not empty without ``force``."""
+
+
+def prepare_out_dir(out: str | Path, *, force: bool = False) -> Path:
+    """Create the report directory, refusing a non-empty one unless ``force``.
+
+    fedeval never writes into a non-empty directory unless told to: another
+    run's files would be mixed with these, or overwritten.
+
+    Raises
+    ------
+    OutputDirectoryError
+        ``out`` or one of its parents exists and is not a directory, or ``out``
+        is a non-empty directory and ``force`` is False.
+    """
+    path = Path(out)
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise OutputDirectoryError(f"{parent} exists and is not a directory")
+        if parent.exists():
+            break
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise OutputDirectoryError(
+            f"{path} is not empty; choose another directory, or pass force=True (--force) to "
+            "overwrite the report files in it"
+        )
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def write_all_or_nothing(contents: Mapping[Path, str]) -> None:

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from fedeval.multiclass_evaluation import MulticlassEvaluation
 from fedeval.report.evaluation_report import fmt, html_table, md_table, png_data_uri
-from fedeval.report.files import write_report_files
+from fedeval.report.files import prepare_out_dir, write_report_files
 
 __all__ = [
     "plot_calibration",
@@ -44,9 +44,12 @@ _SCALARS = (
 
 
 def plot_confusion(ev: MulticlassEvaluation, *, normalize: bool = True) -> Figure:
-    """Heat map of the released confusion matrix (rows = true class), row-normalised by default.
+    """Heat map of the confusion matrix (rows = true class), row-normalised by default.
 
-    Under DP the cells are noisy (possibly negative); the colours show them as released.
+    Under DP it is the evaluation's consistent, non-negative table
+    (:meth:`~fedeval.multiclass_evaluation.MulticlassEvaluation.confusion_matrix`,
+    a named post-processing step), so every row-normalised share lies in
+    [0, 1], the range of the colour bar.
     """
     cm = ev.confusion_matrix()
     shown = cm
@@ -68,7 +71,11 @@ def plot_confusion(ev: MulticlassEvaluation, *, normalize: bool = True) -> Figur
                         ha="center", va="center", fontsize=7, color="white")  # fmt: skip
     ax.set_xlabel("predicted class (argmax)")
     ax.set_ylabel("true class")
-    ax.set_title("Confusion matrix" + (" (row-normalised)" if normalize else ""))
+    ax.set_title(
+        "Confusion matrix"
+        + (" (row-normalised)" if normalize else "")
+        + (" — consistent, non-negative" if ev.private else "")
+    )
     fig.tight_layout()
     return fig
 
@@ -119,28 +126,37 @@ def plot_calibration(ev: MulticlassEvaluation) -> Figure:
 
 
 def _rows(ev: MulticlassEvaluation) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The metrics that were released (``metrics=``), with their SEs."""
     se = ev.standard_errors
+    values = ev.values
     scalars: list[dict[str, Any]] = [
-        {"metric": label, "value": float(ev.values[key]), "standard error": float(se[key])}
+        {"metric": label, "value": float(values[key]), "standard error": float(se[key])}
         for label, key in _SCALARS
+        if key in values
     ]
-    for k in range(1, min(ev.n_classes, 5) + 1):
-        scalars.append(
-            {
-                "metric": f"top-{k} accuracy",
-                "value": ev.top_k_accuracy(k),
-                "standard error": ev.top_k_accuracy_se(k),
-            }
-        )
+    if "top_k_accuracy" in values:
+        for k in range(1, min(ev.n_classes, 5) + 1):
+            scalars.append(
+                {
+                    "metric": f"top-{k} accuracy",
+                    "value": ev.top_k_accuracy(k),
+                    "standard error": ev.top_k_accuracy_se(k),
+                }
+            )
+    columns = (
+        ("precision", "precision", None),
+        ("recall", "recall", None),
+        ("F1", "f1", None),
+        ("OvR ROC AUC", "roc_auc_per_class", None),
+        ("AUC SE", "roc_auc_per_class", "se"),
+        ("classwise ECE", "ece_classwise_per_class", None),
+    )
     per_class = [
-        {
-            "class": j,
-            "precision": float(ev.precision[j]),
-            "recall": float(ev.recall[j]),
-            "F1": float(ev.f1[j]),
-            "OvR ROC AUC": float(ev.roc_auc_per_class[j]),
-            "AUC SE": float(se["roc_auc_per_class"][j]),
-            "classwise ECE": float(ev.values["ece_classwise_per_class"][j]),
+        {"class": j}
+        | {
+            label: float((se if kind else values)[key][j])
+            for label, key, kind in columns
+            if key in values
         }
         for j in range(ev.n_classes)
     ]
@@ -153,6 +169,7 @@ def write_multiclass_report(
     *,
     name: str = "",
     title: str = "fedeval multiclass report",
+    force: bool = False,
 ) -> dict[str, Path]:
     """Write ``report.html`` (figures embedded), ``report.md`` and ``results.json``.
 
@@ -175,27 +192,39 @@ def write_multiclass_report(
     written all-or-nothing.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_out_dir(out, force=force)
     scalars, per_class = _rows(ev)
     receipt = ev.privacy_receipt()
     bounds = ev.bounds
     bound_rows = [
-        {"quantity": "macro OvR AUC (bucketization, from the release)", "bound": bounds["roc_auc"]},
-        {"quantity": "ECE (fine bins at their midpoints)", "bound": bounds["ece"]},
-        {"quantity": "mean log loss (fixed point)", "bound": bounds["log_loss"]},
-        {"quantity": "Brier score (fixed point)", "bound": bounds["brier"]},
+        {"quantity": label, "bound": bounds[key]}
+        for label, key in (
+            ("macro OvR AUC (bucketization, from the release)", "roc_auc"),
+            ("top-label ECE (fine bins at their midpoints)", "ece"),
+            ("mean log loss (fixed point)", "log_loss"),
+            ("Brier score (fixed point)", "brier"),
+        )
+        if key in bounds
     ]
     p = ev.parameters
     params_text = (
         f"{p['n_bins']} probability bins, {p['ece_bins']} ECE bins, {p['loss_bins']} loss levels, "
-        f"log loss clipped at −log p_min = {p['log_loss_bound']:.4g} (public), layout {p['layout']}"
+        f"log loss clipped at −log p_min = {p['log_loss_bound']:.4g} (public), layout {p['layout']}; "
+        f"parts released: {', '.join(p['kinds'])}"
+        + (
+            "; budget shares: " + ", ".join(f"{k} {v:.3f}" for k, v in p["budget_shares"].items())
+            if p.get("budget_shares")
+            else ""
+        )
     )
     heading = f"{title}" + (f": {name}" if name else "")
-    figures = {
-        "Confusion matrix": plot_confusion(ev),
-        "Per-class curves": plot_class_curves(ev),
-        "Calibration": plot_calibration(ev),
-    }
+    figures = {}
+    if ev.sketch.has("confusion"):
+        figures["Confusion matrix"] = plot_confusion(ev)
+    if ev.sketch.has("one_vs_rest"):
+        figures["Per-class curves"] = plot_class_curves(ev)
+    if ev.sketch.has("top_label") and ev.sketch.has("one_vs_rest"):
+        figures["Calibration"] = plot_calibration(ev)
     images = "".join(
         f'<h2>{html.escape(k)}</h2><img alt="{html.escape(k)}" '
         f'src="data:image/png;base64,{png_data_uri(f)}">'
@@ -225,13 +254,15 @@ def write_multiclass_report(
         "## Per class",
         md_table(per_class),
         "",
-        "## Confusion matrix (rows = true class, as released)",
+        "## Confusion matrix (rows = true class; under DP the consistent, non-negative table)",
         md_table(
             [
                 {"true": i, **{str(j): fmt(float(v)) for j, v in enumerate(row)}}
                 for i, row in enumerate(ev.confusion_matrix())
             ]
-        ),
+        )
+        if ev.sketch.has("confusion")
+        else "(not released)",
         "",
         "## Bounds",
         md_table(bound_rows),

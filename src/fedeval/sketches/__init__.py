@@ -7,6 +7,8 @@ an estimate. Nothing here draws noise or charges a budget.
 * :mod:`~fedeval.sketches.tree` — the one b-ary tree geometry.
 * :mod:`~fedeval.sketches.grid` — the one grid and bin-edge convention.
 * :mod:`~fedeval.sketches.hierarchy` — per-class hierarchical score histograms.
+* :mod:`~fedeval.sketches.paired` — two models' hierarchies and a pair grid (comparisons).
+* :mod:`~fedeval.sketches.sliced` — one hierarchy per slice of the examples.
 * :mod:`~fedeval.sketches.prefix_tree` — ECDF prefix counts with tree noise.
 * :mod:`~fedeval.sketches.group_sums` — per-group label counts and probability sums.
 * :mod:`~fedeval.sketches.rank_sums` — vertical-FL rank sums and label counts.
@@ -22,13 +24,17 @@ from fedeval.sketches.base import Sketch
 from fedeval.sketches.grid import UniformGrid
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+from fedeval.sketches.paired import PairedHierarchySketch
+from fedeval.sketches.sliced import SlicedHierarchySketch
 from fedeval.sketches.tree import Tree
 
 __all__ = [
     "HierarchicalHistogram",
     "HierarchySketch",
     "HierarchySpec",
+    "PairedHierarchySketch",
     "Sketch",
+    "SlicedHierarchySketch",
     "Tree",
     "UniformGrid",
 ]

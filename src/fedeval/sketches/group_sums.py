@@ -1,8 +1,10 @@
 """Per-group, per-class sums: the statistics of the Hosmer–Lemeshow test.
 
 Examples are put into Q groups by their predicted probability, with group edges
-0 = t_0 ≤ t_1 ≤ ... ≤ t_Q = 1 (left-closed groups, the grid convention of
-:mod:`fedeval.sketches.grid`). Per group and class the sketch sums either the
+0 = t_0 ≤ t_1 ≤ ... ≤ t_Q = 1 and right-closed groups (t_{q-1}, t_q], the first
+[0, t_1] (:func:`group_of`): the convention of Hosmer and Lemeshow's deciles of
+risk as R computes them, and of the "at most" ECDF whose quantiles give the
+private cut points. Per group and class the sketch sums either the
 observed counts (``kind="observed"``: O_{0q}, O_{1q}, integers) or the expected
 counts (``kind="expected"``: E_{0q} = Σ(1 − p), E_{1q} = Σ p, real numbers).
 The vector is laid out group by group, negatives then positives.
@@ -43,14 +45,23 @@ from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 from fedeval.sketches.base import Sketch
 from fedeval.sketches.fixed_point import DEFAULT_BITS, rounding_note, to_units
-from fedeval.sketches.grid import bin_of_edges
 
 if TYPE_CHECKING:
     from fedeval.aggregation.release import Release
 
-__all__ = ["GroupSumsSketch"]
+__all__ = ["GroupSumsSketch", "group_of"]
 
 _PAPER_L1 = 4.0
+
+
+def group_of(edges: NDArray[np.float64], p: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Group of every probability: q with t_{q-1} < p ≤ t_q, the first group also holding t_0.
+
+    Values at or below t_1 go to group 0 and values above t_{Q-1} to group Q − 1.
+    """
+    return np.searchsorted(np.asarray(edges)[1:-1], p, side="left")
+
+
 _STEP = 2.0**-DEFAULT_BITS
 
 
@@ -136,7 +147,7 @@ class GroupSumsSketch(Sketch):
         clients: NDArray[np.int64],
     ) -> NDArray[np.int64] | NDArray[np.float64]:
         q = self.n_groups
-        group = bin_of_edges(self.edges, scores)
+        group = group_of(self.edges, scores)
         if self.kind == "expected" and not self.fixed_point:
             exact = [
                 np.bincount(group, 1.0 - scores, minlength=q),

@@ -62,6 +62,10 @@ class HierarchicalHistogram:
     part_fractions : ndarray or None
         Level assignment: the share m_k / M of the clients that encoded level k
         (public), k = 1..h.
+    split_examples : float or None
+        Level assignment: the number of examples the clients' split was drawn
+        over, when this tree holds only some of them (one slice of a sliced
+        release); None when it is this tree's own total.
     """
 
     spec: HierarchySpec
@@ -72,6 +76,7 @@ class HierarchicalHistogram:
     _level_weights: tuple[float, ...] | None = field(default=None, repr=False)
     node_sampling_variance: tuple[NDArray[np.float64], ...] | None = field(default=None, repr=False)
     part_fractions: NDArray[np.float64] | None = field(default=None, repr=False)
+    split_examples: float | None = field(default=None, repr=False)
     # caches of pure functions of (levels, node_variance, _level_weights), per class;
     # init=False, so dataclasses.replace() starts fresh ones
     _subtree_sums: dict[int, Any] = field(
@@ -447,7 +452,8 @@ class HierarchicalHistogram:
         """
         b, h = self.branching, self.height
         leaves = np.clip(np.asarray(self.leaves, dtype=np.float64), 0.0, None)
-        big_n = float(leaves.sum())
+        # N counts every example the split was drawn over (the other slices' too).
+        big_n = float(leaves.sum()) if self.split_examples is None else float(self.split_examples)
         m = max(w[0].shape[0] for w in (*node_a.values(), *node_b.values()))
         if big_n <= 1.0:
             return np.zeros(m)

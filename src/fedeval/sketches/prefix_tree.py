@@ -40,9 +40,8 @@ from fedeval.sketches.tree import Tree, binary_height
 
 if TYPE_CHECKING:
     from fedeval.aggregation.release import Release
-    from fedeval.postprocess.smoothing import Solver
 
-__all__ = ["CountSide", "PrefixTreeSketch", "PrivateECDF", "count_at_most", "count_below"]
+__all__ = ["CountSide", "DecodedECDF", "PrefixTreeSketch", "count_at_most", "count_below"]
 
 EXACT_ECDF = Receipt("none", Guarantee.none("the exact ECDF: not a private release"))
 
@@ -62,13 +61,18 @@ def count_below(values: NDArray[np.float64], points: NDArray[np.float64]) -> NDA
 
 
 @dataclass(frozen=True)
-class PrivateECDF:
+class DecodedECDF:
     """A released (possibly noisy, possibly smoothed) ECDF on a public grid.
 
-    Calling it on thresholds t returns the step-function value at the largest
-    grid point τ ≤ t (0 below the first point): the fraction of values ≤ t,
-    plus noise. Raw releases are *not* clipped or made monotone; use
-    :meth:`smoothed` for that (a named post-processing step).
+    What :meth:`PrefixTreeSketch.decode` returns. Calling it on thresholds t
+    returns the step-function value at the largest grid point τ ≤ t (0 below
+    the first point): the fraction of values ≤ t, plus noise. Raw releases are
+    *not* clipped or made monotone. Post-processing is not the sketch's
+    business (DESIGN.md): monotone smoothing is
+    :func:`fedeval.postprocess.smoothing.smooth_ecdf` and the inverse is
+    :func:`fedeval.ecdf.inverse.inverse_ecdf`, both offered as methods by
+    :class:`fedeval.ecdf.PrivateECDF`, the same estimate as the ``ecdf``
+    layer hands it out.
 
     Attributes
     ----------
@@ -147,30 +151,6 @@ class PrivateECDF:
         vals = self.values
         out = np.where(pos >= 0, vals[np.maximum(pos, 0)], 0.0)
         return np.asarray(out, dtype=np.float64)
-
-    def inverse(
-        self,
-        q: ArrayLike,
-        *,
-        precision: float | None = None,
-        bounds: tuple[float, float] | None = None,
-    ) -> NDArray[np.float64]:
-        """Quantiles by binary search (Algorithm 1); see :func:`fedeval.ecdf.inverse_ecdf`."""
-        from fedeval.ecdf.inverse import inverse_ecdf
-
-        return inverse_ecdf(self, q, precision=precision, bounds=bounds)
-
-    def smoothed(
-        self,
-        norm: Literal[1, 2] = 2,
-        *,
-        points: ArrayLike | None = None,
-        solver: Solver | None = None,
-    ) -> PrivateECDF:
-        """Monotone smoothing (eq. 3); see :func:`fedeval.ecdf.smooth_ecdf`."""
-        from fedeval.postprocess.smoothing import smooth_ecdf
-
-        return smooth_ecdf(self, norm=norm, points=points, solver=solver)
 
 
 @dataclass(frozen=True, eq=False)
@@ -284,7 +264,7 @@ class PrefixTreeSketch(Sketch):
         counts = (count_at_most if self.side == "at_most" else count_below)(values, self.points)
         return counts[self.released]
 
-    def decode(self, release: Release) -> PrivateECDF:
+    def decode(self, release: Release) -> DecodedECDF:
         counts = np.asarray(release.values, dtype=np.float64)
         steps: tuple[str, ...] = ()
         if self.total is not None:
@@ -298,7 +278,7 @@ class PrefixTreeSketch(Sketch):
             total = max(float(counts[-1]), 1.0)
             steps = ("normalised by the released count at the last grid point (floored at 1)",)
         variance = float(np.max(release.variance)) if release.variance.size else 0.0
-        return PrivateECDF(
+        return DecodedECDF(
             grid=self.points[self.released],
             counts=counts,
             total=total,

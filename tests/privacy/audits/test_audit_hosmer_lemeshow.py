@@ -14,8 +14,8 @@ examples with labels (0, 1, 1) and probabilities
     D = (0, 0, 0)        D′ = (0, 0, 1)        (the third example replaced).
 
 The positive-column expected count of the last group, E_{1,Q} = Σ p over
-[t_{Q−1}, 1], is 0 under D whatever the noisy cut points are, and 1 under D′
-(p = 1 always falls in the last group). That is the float attack's best case:
+(t_{Q−1}, 1], is 0 under D whatever the noisy cut points are, and 1 under D′
+whenever the noisy last cut point is below 1 (groups are right-closed). That is the float attack's best case:
 true values 0 and 1, where 0 + η keeps the low-order bits of the noise and
 1 + η rounds them away. Smallest tree (L = 1, ε′ = ε/10) and ``groups=3`` keep
 the noise small; ``min_expected=2^-30`` (a power of two) floors the negative

@@ -7,14 +7,21 @@ for multiclass federations) on neighbouring federations and observes a scalar
 of the released vector; c = 2, so there are 7 parts.
 
 (a) **DistributedDP, add/remove one example** (ε = 3, Pólya shares, every
-    client encodes every part: noise of L1 = 7 on every cell). D holds four
-    examples on four clients; D′ adds one example to client 0 (the number of
-    clients, public, is unchanged). Observed: K = the number of the added
-    example's 7 cells whose released value exceeds D's count by at least 1.
-    Each cell's noise is discrete Laplace with α = e^(−ε/7), and
-    P[X ≥ 1 − s]/P[X ≥ 1] for a shift s = 1 is exactly 1/α, so the event
-    {K = 7} has likelihood ratio (1/α)^7 = e^ε: the audit is tight in the
-    limit, and the power check (noise for 2ε, half the scale) has ratio e^(2ε).
+    client encodes every part, the planned sketch: integer multiplicities r_k
+    per part and the one-vs-rest histograms split into every class's
+    negatives and positives, so one example adds r_k to m_k cells of part k
+    and L1 = Σ r_k m_k; noise of that L1 on every integer coordinate). D holds
+    four examples on four clients; D′ adds one example to client 0 (the
+    number of clients, public, is unchanged). Observed: how far the added
+    example's cells (in counts, integer value over r_k) exceed D's counts,
+    each clipped to [0, 1] and weighted by r_k. Each integer coordinate's noise is
+    discrete Laplace with α = e^(−ε/L1), and P[X ≥ r − s]/P[X ≥ r] for a shift
+    s = r is exactly α^(−r), so the event {all cells exceed by ≥ 1} has likelihood ratio
+    α^(−Σ r_k m_k) = e^ε: the audit is tight in the limit, and the power check
+    (noise for 2ε, half the scale) has ratio e^(2ε). The observation is the
+    likelihood-ratio statistic Σ_k r_k·clip(shift_k, 0, 1), whose thresholds
+    are the most powerful events (with few trials the event over all cells is
+    rare).
 (b) **LocalDP, replace one example** (ε = 1, OUE). A federation of one example
     (other examples' reports only blur one report). D: p = (0.9, 0.1) with
     label 0; D′: the same probabilities with label 1, which changes the
@@ -28,6 +35,7 @@ of the released vector; c = 2, so there are 7 parts.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -40,7 +48,6 @@ from fedeval.sketches.multiclass import MulticlassSketch
 pytestmark = pytest.mark.privacy
 
 OPTIONS = {"n_bins": 16, "loss_bins": 4, "ece_bins": 4}
-SKETCH = MulticlassSketch(2, OPTIONS["n_bins"], OPTIONS["loss_bins"])
 
 # (a) add/remove under distributed DP
 BASE_P = np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]])
@@ -51,17 +58,33 @@ D_ADD_PRIME = fe.Federation.from_arrays(
     np.vstack([BASE_P, ADDED_P]), np.r_[BASE_Y, ADDED_Y], np.r_[np.arange(4), 0],
     kind="probabilities",
 )  # fmt: skip
-BASE_COUNTS = SKETCH.encode(BASE_P, BASE_Y, np.arange(4)).astype(np.float64)
-ADDED_CELLS = SKETCH.cells(ADDED_P, ADDED_Y)[0]
 DISTDP = fe.DistributedDP(3.0)
+
+
+def _planned_sketch(fed: fe.Federation, model: Any) -> MulticlassSketch:
+    """The sketch fe.evaluate_multiclass releases for these options (its plan is public)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return fe.evaluate_multiclass(fed, model, rng=0, **OPTIONS).sketch
+
+
+# The planned sketch weights its parts (integer multiplicities) and splits the
+# one-vs-rest histograms; in count units a cell's value is (r_k·count + noise)/r_k,
+# so "exceeds D's count by at least 1" is "noise ≥ r_k(1 − shift)" in integer units.
+SKETCH = _planned_sketch(D_ADD, DISTDP)
+BASE_COUNTS = SKETCH.encode(BASE_P, BASE_Y, np.arange(4)) * SKETCH.resolution
+ADDED_CELLS = SKETCH.cells(ADDED_P, ADDED_Y)[0]
+_PART_OF_CELL = np.searchsorted(SKETCH.part_offsets(), ADDED_CELLS, side="right") - 1
+ADDED_WEIGHTS = SKETCH.part_weights[_PART_OF_CELL].astype(np.float64)
 
 # (b) replace one example under local DP
 ONE_P = np.array([[0.9, 0.1]])
 D_LDP = fe.Federation.from_arrays(ONE_P, np.array([0]), kind="probabilities")
 D_LDP_PRIME = fe.Federation.from_arrays(ONE_P, np.array([1]), kind="probabilities")
-CELLS_D = SKETCH.cells(ONE_P, np.array([0]))[0]
-CELLS_D_PRIME = SKETCH.cells(ONE_P, np.array([1]))[0]
 LOCAL = fe.LocalDP(1.0)
+LOCAL_SKETCH = _planned_sketch(D_LDP, LOCAL)
+CELLS_D = LOCAL_SKETCH.cells(ONE_P, np.array([0]))[0]
+CELLS_D_PRIME = LOCAL_SKETCH.cells(ONE_P, np.array([1]))[0]
 assert np.all(CELLS_D != CELLS_D_PRIME)  # the replaced example moves in every part
 
 
@@ -73,8 +96,17 @@ def _release(model: Any) -> Any:
 
 
 def _cells_above_base(ev: Any) -> float:
+    """Σ_k r_k · clip(released count − D's count, 0, 1) over the added example's cells.
+
+    In integer units x_k (noise plus, on D′, the shift r_k) this is
+    Σ clip(x_k, 0, r_k): for discrete Laplace of α = e^(−ε/L1) the log
+    likelihood ratio of D′ over D is (ε/L1) Σ_k (2 clip(x_k, 0, r_k) − r_k),
+    so thresholds on it are the Neyman–Pearson events, and its maximum
+    Σ r_k m_k = L1 is the tight event of the module docstring (without
+    weights: the number of cells that exceed D's count by at least 1).
+    """
     shifted = ev.counts.vector() - BASE_COUNTS
-    return float(np.sum(shifted[ADDED_CELLS] >= 1.0))
+    return float(np.sum(ADDED_WEIGHTS * np.clip(shifted[ADDED_CELLS], 0.0, 1.0)))
 
 
 def _report_difference(ev: Any) -> float:
@@ -134,9 +166,16 @@ def test_receipt_splits_the_budget_over_the_parts() -> None:
     with pytest.warns(UserWarning, match="not clearly above the privacy noise"):
         ev = fe.evaluate_multiclass(D_ADD, DISTDP, rng=0, **OPTIONS)
     rows = ev.privacy_receipt()
-    assert len(rows) == 7  # confusion, 2 one-vs-rest, rank, top-label, log loss, Brier
+    # confusion, one-vs-rest negatives and positives, rank, top-label, log loss, Brier
+    assert len(rows) == 7
     assert sum(r["epsilon"] for r in rows) == pytest.approx(3.0)
-    assert ev.receipt.as_dict()["sensitivity"]["l1"] == 7
+    sk = ev.sketch
+    l1 = int(np.sum(sk.part_weights * sk.cells_per_example))
+    assert ev.receipt.as_dict()["sensitivity"]["l1"] == l1
+    # One added example moves exactly L1 integer units of the vector (the bound is tight).
+    moved = SKETCH.encode(D_ADD_PRIME.scores, D_ADD_PRIME.labels, np.zeros(5, dtype=np.int64))
+    base = SKETCH.encode(BASE_P, BASE_Y, np.zeros(4, dtype=np.int64))
+    assert int(np.abs(moved - base).sum()) == l1
 
 
 @pytest.mark.parametrize("case", params(MC_CASES, "xfail_guarantee"))

@@ -9,7 +9,6 @@ import pytest
 from scipy.special import gammaln, hyp2f1
 
 from fedeval.privacy import DiscreteLaplace, PolyaShares, polya_difference_epsilon
-from fedeval.privacy.mechanisms.common import discrete_laplace_by_inversion, two_sided_geometric
 
 
 def _faithful_sum(shares: PolyaShares, n_draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -122,37 +121,44 @@ def test_invalid_received() -> None:
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("epsilon", [1.0 / 22, 1.0, 5.0])
-def test_inversion_sampler_is_discrete_laplace(
-    epsilon, gof_pvalue, two_sample_chi2_pvalue, variance_tolerance
+def test_sample_sum_has_the_discrete_laplace_moments(
+    epsilon, gof_pvalue, variance_tolerance
 ) -> None:
-    """One word per entry (``discrete_laplace_by_inversion``) against the pmf, the
-    two-geometric sampler, and the closed-form variance 2α/(1-α)² (5 standard errors
-    of the sample variance, μ4 from the discrete Laplace's cumulants)."""
-    target = DiscreteLaplace(epsilon)
-    a = target.alpha
+    """The fast path (now the exact sampler) keeps the law: variance share_variance·n =
+    2α/(1-α)² (5 standard errors, μ4 from the cumulants), P(0) = (1-α)/(1+α), symmetry."""
+    shares = PolyaShares(epsilon, 250)
+    a = shares.alpha
     n = 200_000
-    x = discrete_laplace_by_inversion(a, (n,), np.random.default_rng(7))
+    x = shares.sample_sum(n, rng=7)
     assert x.dtype == np.int64 and x.shape == (n,)
-    assert gof_pvalue(x, target.pmf, 2_000) > 1e-4
-    y = two_sided_geometric(a, (n,), np.random.default_rng(8))
-    assert two_sample_chi2_pvalue(x, y) > 1e-4
-    k2 = 2 * a / (1 - a) ** 2
+    assert gof_pvalue(x, shares.target.pmf, 2_000) > 1e-4
+    k2 = shares.share_variance * shares.n_shares
+    assert k2 == pytest.approx(2 * a / (1 - a) ** 2)
     k4 = 2 * a * (1 + 4 * a + a**2) / (1 - a) ** 4
     assert abs(x.mean()) <= 5 * math.sqrt(k2 / n)
     assert abs(x.var() - k2) <= variance_tolerance(k2, k4 + 3 * k2**2, n)
-    # both signs, and 0 with its own mass (1-α)/(1+α)
     p0 = (1 - a) / (1 + a)
     assert abs((x == 0).mean() - p0) <= 5 * math.sqrt(p0 * (1 - p0) / n)
     assert abs((x > 0).mean() - (x < 0).mean()) <= 5 * math.sqrt(1 / n)
 
 
-def test_inversion_sampler_shapes_and_no_noise() -> None:
-    gen = np.random.default_rng(0)
-    assert discrete_laplace_by_inversion(0.5, (3, 70_001), gen).shape == (3, 70_001)
-    assert discrete_laplace_by_inversion(0.5, (0,), gen).shape == (0,)
-    np.testing.assert_array_equal(discrete_laplace_by_inversion(0.0, (5,), gen), 0)
-    with pytest.raises(ValueError, match="alpha"):
-        discrete_laplace_by_inversion(1.0, (5,), gen)
+def test_sample_sum_shapes_and_no_noise() -> None:
+    shares = PolyaShares(0.5, 10)
+    assert shares.sample_sum((3, 70_001), rng=0).shape == (3, 70_001)
+    assert shares.sample_sum(0, rng=0).shape == (0,)
+    # ε/Δ = 800: α = e^-800 underflows in float64; the exact sampler still draws 0
+    # except with probability ~e^-800.
+    np.testing.assert_array_equal(PolyaShares(800.0, 3).sample_sum(5, rng=0), 0)
+
+
+@pytest.mark.statistical
+def test_single_share_is_the_exact_discrete_laplace(two_sample_chi2_pvalue) -> None:
+    """With one share (shape 1) the faithful path draws the target exactly, like the fast path."""
+    shares = PolyaShares(0.7, 1)
+    assert shares.shape == 1.0
+    a = shares.sample_share(100_000, rng=np.random.default_rng(1))
+    b = shares.sample_sum(100_000, rng=np.random.default_rng(2))
+    assert two_sample_chi2_pvalue(a, b) > 1e-4
 
 
 @pytest.mark.statistical

@@ -15,21 +15,20 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from fedeval.privacy.accounting import zcdp_to_approx_dp
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.mechanisms import exact
-from fedeval.privacy.mechanisms.common import (
-    Size,
-    as_size,
-    check_integers,
-    check_unit,
-    two_sided_geometric,
+from fedeval.privacy.mechanisms.common import Size, as_size, check_integers, check_unit
+from fedeval.privacy.mechanisms.exact_sampling import (
+    MAX_SIGMA,
+    gaussian_sampler,
+    group_by_value,
 )
-from fedeval.randomness import RNGLike, SecureGenerator, as_generator
+from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_delta, check_epsilon, check_positive
 
 __all__ = ["DiscreteGaussian", "discrete_gaussian_variance", "sample_discrete_gaussian"]
@@ -159,47 +158,30 @@ class DiscreteGaussian:
         return np.exp(self.logpmf(k))
 
     def sample(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.int64]:
-        """Draw discrete Gaussian noise by rejection from the discrete Laplace.
+        """Draw exact discrete Gaussian noise by rejection from the discrete Laplace.
 
-        Vectorised form of Canonne, Kamath & Steinke (2020), Algorithm 3: with
-        t = ⌊σ⌋ + 1, propose Y from the discrete Laplace with α = exp(-1/t) and
-        accept with probability exp(-(|Y| - σ²/t)²/(2σ²)). Proposals are drawn
-        in batches sized from the running acceptance rate (about 0.6-0.8), so
-        10⁶ draws take well under a second.
+        Canonne, Kamath & Steinke (2020), Algorithm 3, vectorised: with
+        t = ⌊σ⌋ + 1, propose Y from the discrete Laplace with rate 1/t and
+        accept with probability exp(-(|Y| - σ²/t)²/(2σ²)). Proposals and
+        acceptances are decided exactly from the generator's raw words
+        (:class:`~fedeval.privacy.mechanisms.exact_sampling.GaussianSampler`),
+        so the output law is exactly N_ℤ(0, σ²) for any bit generator.
 
-        Notes
-        -----
-        The proposal is exact; the acceptance test compares a float64 uniform
-        with a float64 probability, so the output distribution is exact up to
-        double-precision rounding of the acceptance probabilities (CKS use exact
-        rational Bernoulli(exp(-γ)) sampling for deployment against
-        side-channel attacks; use a vetted library such as OpenDP there).
+        Raises
+        ------
+        ValueError
+            If σ > 2^40 (the sampler's exactness argument needs proposals below
+            2^53 in float64).
 
         Returns
         -------
         numpy.ndarray of int64, shape ``size``
         """
         shape = as_size(size)
-        gen = as_generator(rng)
         n = math.prod(shape)
-        out = np.empty(n, dtype=np.int64)
-        sigma2 = self.sigma**2
-        t = math.floor(self.sigma) + 1
-        alpha = math.exp(-1.0 / t)
-        shift = sigma2 / t
-        filled = 0
-        rate = 0.5
-        while filled < n:
-            need = n - filled
-            batch = int(need / rate * 1.1) + 64
-            y = two_sided_geometric(alpha, (batch,), gen)
-            accept_prob = np.exp(-((np.abs(y) - shift) ** 2) / (2.0 * sigma2))
-            accepted = y[gen.random(batch) < accept_prob]
-            rate = max(accepted.size / batch, 0.05)
-            take = min(accepted.size, need)
-            out[filled : filled + take] = accepted[:take]
-            filled += take
-        return out.reshape(shape)
+        if n == 0:
+            return np.empty(shape, dtype=np.int64)
+        return gaussian_sampler(Fraction(self.sigma)).sample(n, as_generator(rng)).reshape(shape)
 
     def guarantee(self, unit: PrivacyUnit = "example", *, delta: float | None = None) -> Guarantee:
         """(ε, δ)-DP from ρ-zCDP, ρ = Δ2²/(2σ²) (see class Notes for the conversion).
@@ -249,26 +231,21 @@ def discrete_gaussian_variance(sigma: ArrayLike) -> NDArray[np.float64]:
 
 
 def sample_discrete_gaussian(sigma: ArrayLike, rng: np.random.Generator) -> NDArray[np.int64]:
-    """One discrete Gaussian draw per entry of ``sigma`` (σ > 0; entries may differ).
+    """One exact discrete Gaussian draw per entry of ``sigma`` (σ > 0; entries may differ).
 
-    The rejection sampler of :meth:`DiscreteGaussian.sample` run on all entries
-    at once, each with its own proposal scale t = ⌊σ⌋ + 1; rejected entries are
-    proposed again until all are accepted. With a
-    :class:`~fedeval.randomness.SecureGenerator` every draw uses the exact
-    integer algorithm (:func:`fedeval.privacy.mechanisms.exact.discrete_gaussian`).
+    Entries are grouped by σ and each group is drawn by the exact vectorised
+    sampler of :meth:`DiscreteGaussian.sample`.
+
+    Raises
+    ------
+    ValueError
+        If some σ is not finite, not > 0, or above 2^40.
     """
-    if isinstance(rng, SecureGenerator):
-        return exact.discrete_gaussian(sigma, rng)
-    s = np.asarray(sigma, dtype=np.float64).ravel()
-    if np.any(~(s > 0)) or not np.all(np.isfinite(s)):
-        raise ValueError("every sigma must be finite and > 0")
-    out = np.empty(s.size, dtype=np.int64)
-    todo = np.arange(s.size)
-    while todo.size:
-        sig = s[todo]
-        t = np.floor(sig) + 1.0
-        y = two_sided_geometric(np.exp(-1.0 / t), (todo.size,), rng)
-        accept = rng.random(todo.size) < np.exp(-((np.abs(y) - sig**2 / t) ** 2) / (2.0 * sig**2))
-        out[todo[accept]] = y[accept]
-        todo = todo[~accept]
-    return out.reshape(np.shape(sigma))
+    s = np.asarray(sigma, dtype=np.float64)
+    flat = s.ravel()
+    if np.any(~(flat > 0)) or not np.all(flat <= MAX_SIGMA):
+        raise ValueError(f"every sigma must be finite, > 0 and <= 2^40, got {sigma!r}")
+    out = np.empty(flat.size, dtype=np.int64)
+    for value, where in group_by_value(flat):
+        out[where] = gaussian_sampler(Fraction(value)).sample(where.size, rng)
+    return out.reshape(s.shape)

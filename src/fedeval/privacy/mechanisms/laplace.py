@@ -25,20 +25,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.mechanisms import exact
-from fedeval.privacy.mechanisms.common import (
-    Size,
-    as_size,
-    check_integers,
-    check_unit,
-    two_sided_geometric,
+from fedeval.privacy.mechanisms.common import Size, as_size, check_integers, check_unit
+from fedeval.privacy.mechanisms.exact_sampling import (
+    MANY_SCALES,
+    MAX_SCALE,
+    MIN_TABLELESS_SCALE,
+    group_by_value,
+    rate_of_scale,
+    sample_discrete_laplace_exact,
+    sample_discrete_laplace_scales,
 )
-from fedeval.randomness import RNGLike, SecureGenerator, as_generator
+from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = [
@@ -102,6 +105,11 @@ class DiscreteLaplace:
         return math.exp(-self.epsilon / self.l1_sensitivity)
 
     @property
+    def rate(self) -> Fraction:
+        """ε/Δ1 exactly (the float ε as the rational it represents): the sampler's rate."""
+        return Fraction(self.epsilon) / self.l1_sensitivity
+
+    @property
     def scale(self) -> float:
         """Δ1/ε, the scale of the continuous Laplace this distribution discretises."""
         return self.l1_sensitivity / self.epsilon
@@ -139,11 +147,13 @@ class DiscreteLaplace:
         Returns
         -------
         numpy.ndarray of int64, shape ``size``
-            Each entry is the difference of two i.i.d. geometric variables with
-            success probability 1-α, which is exactly discrete Laplace.
+            Exactly discrete Laplace with α = exp(−ε/Δ1), ε/Δ1 taken as the
+            exact rational :attr:`rate`: the privacy loss of a shift by Δ1 is
+            exactly ε (:class:`~fedeval.privacy.mechanisms.exact_sampling.LaplaceSampler`).
         """
         shape = as_size(size)
-        return two_sided_geometric(self.alpha, shape, as_generator(rng))
+        draws = sample_discrete_laplace_exact(self.rate, math.prod(shape), as_generator(rng))
+        return draws.reshape(shape)
 
     def guarantee(self, unit: PrivacyUnit = "example") -> Guarantee:
         """Pure ε-DP for integer-valued queries with L1 sensitivity Δ1.
@@ -184,13 +194,28 @@ def sample_discrete_laplace(
     ``scale`` broadcasts against ``size``; this is the sampler a release uses
     when one party (a trusted curator, or a label party on its own statistics)
     adds all the noise, possibly with a different scale on every coordinate.
-    With a :class:`~fedeval.randomness.SecureGenerator` the draws use the exact
-    integer algorithm (:func:`fedeval.privacy.mechanisms.exact.discrete_laplace`).
+    Entries are grouped by scale and each group is drawn by the exact
+    vectorised sampler with rate 1/t, t the float scale taken exactly
+    (:class:`~fedeval.privacy.mechanisms.exact_sampling.LaplaceSampler`), so a
+    unit shift costs exactly 1/t whatever the bit generator. With more than
+    :data:`~fedeval.privacy.mechanisms.exact_sampling.MANY_SCALES` distinct
+    scales the same values come from the table-free certificate
+    (:func:`~fedeval.privacy.mechanisms.exact_sampling.sample_discrete_laplace_scales`).
+
+    Raises
+    ------
+    ValueError
+        If a scale is not finite or not in (0, 2^50].
     """
     shape = as_size(size)
-    if isinstance(rng, SecureGenerator):
-        return exact.discrete_laplace(
-            np.broadcast_to(np.asarray(scale, dtype=np.float64), shape), rng
-        )
-    alpha = np.broadcast_to(discrete_laplace_alpha(scale), shape)
-    return two_sided_geometric(alpha, shape, rng)
+    scales = np.broadcast_to(np.asarray(scale, dtype=np.float64), shape).ravel()
+    out = np.empty(scales.size, dtype=np.int64)
+    if not np.all((scales > 0) & (scales <= MAX_SCALE)):
+        bad = scales[~((scales > 0) & (scales <= MAX_SCALE))][0]
+        raise ValueError(f"the discrete Laplace scale must lie in (0, 2^50], got {bad!r}")
+    groups = group_by_value(scales)
+    if len(groups) > MANY_SCALES and np.all(scales >= MIN_TABLELESS_SCALE):
+        return sample_discrete_laplace_scales(scales, rng).reshape(shape)
+    for value, where in groups:
+        out[where] = sample_discrete_laplace_exact(rate_of_scale(value), where.size, rng)
+    return out.reshape(shape)

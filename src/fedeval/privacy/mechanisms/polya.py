@@ -30,17 +30,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaln, logsumexp
 
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
-from fedeval.privacy.mechanisms.common import (
-    Size,
-    as_size,
-    check_unit,
-    discrete_laplace_by_inversion,
-)
-from fedeval.privacy.mechanisms.laplace import DiscreteLaplace, sample_discrete_laplace
-from fedeval.randomness import RNGLike, SecureGenerator, as_generator
+from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
+from fedeval.privacy.mechanisms.exact_sampling import sample_discrete_laplace_exact
+from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
+from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_epsilon, check_int_at_least
 
 __all__ = ["PolyaShares", "polya_difference_epsilon"]
@@ -48,6 +43,8 @@ __all__ = ["PolyaShares", "polya_difference_epsilon"]
 
 def _polya_logpmf(j: NDArray[np.float64], shape: float, alpha: float) -> NDArray[np.float64]:
     """log of the Pólya(shape, α) pmf C(j+r-1, j) (1-α)^r α^j."""
+    from scipy.special import gammaln  # on first use (start-up time)
+
     return np.asarray(
         gammaln(j + shape)
         - gammaln(shape)
@@ -107,6 +104,8 @@ def polya_difference_epsilon(shape: float, alpha: float, l1_sensitivity: int = 1
     n_terms = math.ceil(40.0 / (-2.0 * math.log(alpha))) + 64
     j = np.arange(n_terms, dtype=np.float64)
     log_pj = _polya_logpmf(j, r, alpha)
+    from scipy.special import logsumexp
+
     log_p_pos = np.empty(window + 1)
     for k in range(window + 1):
         log_p_pos[k] = logsumexp(_polya_logpmf(j + k, r, alpha) + log_pj)
@@ -240,15 +239,23 @@ class PolyaShares:
     def _sample_difference(
         self, shape: float, size: tuple[int, ...], gen: np.random.Generator
     ) -> NDArray[np.int64]:
+        if shape == 1.0:
+            # Pólya(1, α) − Pólya(1, α) = geometric − geometric: the discrete Laplace,
+            # drawn exactly.
+            return self._sample_target(size, gen)
         # numpy's negative_binomial(n, p) counts failures before the n-th success:
         # pmf C(k+n-1, k) p^n (1-p)^k, i.e. Pólya(n, 1-p); real n > 0 is supported.
+        # It is a floating-point (gamma–Poisson) sampler: its law is Pólya(n, 1-p)
+        # only up to rounding, which the receipts say.
         p = 1.0 - self.alpha
-        if shape == 1.0:
-            # Pólya(1, α) is geometric on {0, 1, ...}: same law, ~4x faster to draw.
-            return gen.geometric(p, size=size).astype(np.int64) - gen.geometric(p, size=size)
         x = gen.negative_binomial(shape, p, size=size).astype(np.int64, copy=False)
         y = gen.negative_binomial(shape, p, size=size).astype(np.int64, copy=False)
         return x - y
+
+    def _sample_target(self, size: tuple[int, ...], gen: np.random.Generator) -> NDArray[np.int64]:
+        """Exact DiscreteLaplace(ε, Δ1) draws (rate ε/Δ1 as an exact rational)."""
+        draws = sample_discrete_laplace_exact(self.target.rate, math.prod(size), gen)
+        return draws.reshape(size)
 
     def sample_share(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.int64]:
         """One client's noise share, Pólya(1/m, α) - Pólya(1/m, α) (faithful path).
@@ -263,6 +270,9 @@ class PolyaShares:
         Returns
         -------
         numpy.ndarray of int64, shape ``size``
+            Exact when the shape is 1 (one share: the discrete Laplace itself);
+            otherwise drawn with numpy's floating-point negative-binomial
+            sampler, whose law is the Pólya law only up to rounding.
         """
         return self._sample_difference(self.shape, as_size(size), as_generator(rng))
 
@@ -286,18 +296,18 @@ class PolyaShares:
         -------
         numpy.ndarray of int64, shape ``size``
             With k = m shares this is exactly DiscreteLaplace(ε, Δ1), drawn by
-            :func:`~fedeval.privacy.mechanisms.common.discrete_laplace_by_inversion`
-            (the same law as the difference of two geometric draws).
+            the exact sampler
+            (:class:`~fedeval.privacy.mechanisms.exact_sampling.LaplaceSampler`:
+            the pure ε-DP statement holds with δ = 0 for any bit generator).
+            Other k give Pólya(k/m) differences from numpy's floating-point
+            negative-binomial sampler.
         """
         k = self._check_received(n_received)
         gen = as_generator(rng)
         if k == self._threshold:
             # k·(1/m) = 1: exactly discrete Laplace (k·(1/m) computed in floating
-            # point can miss 1.0, e.g. m = 49). Secure mode: the exact integer sampler.
-            if isinstance(gen, SecureGenerator):
-                scale = self.l1_sensitivity / self.epsilon
-                return sample_discrete_laplace(scale, as_size(size), gen)
-            return discrete_laplace_by_inversion(self.alpha, as_size(size), gen)
+            # point can miss 1.0, e.g. m = 49).
+            return self._sample_target(as_size(size), gen)
         return self._sample_difference(k * self.shape, as_size(size), gen)
 
     def _check_received(self, n_received: int | None) -> int:

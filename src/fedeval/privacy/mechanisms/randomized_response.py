@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit
 
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
 from fedeval.privacy.mechanisms.common import check_integers, check_unit
@@ -250,7 +249,9 @@ class RandomizedResponseOracle:
 
 def flip_probability(epsilon: float) -> float:
     """ρ = 1/(1 + e^ε), the flip probability of binary ε-randomized response (Sun et al. eq. 2)."""
-    return float(expit(-check_epsilon(epsilon)))
+    # 1/(1 + e^ε), written to stay finite for every ε ≥ 0.
+    eps = check_epsilon(epsilon)
+    return float(math.exp(-eps) / (1.0 + math.exp(-eps)))
 
 
 def flip_labels(

@@ -1,23 +1,19 @@
-"""Exact samplers for secure mode: integer arithmetic only (Canonne, Kamath & Steinke 2020).
+"""Test oracle: the scalar exact samplers of Canonne, Kamath & Steinke (2020), Algorithms 1–3.
 
-The default samplers draw discrete Laplace and discrete Gaussian noise with
-numpy: integer outputs (so no low-order-bit leak of the released value), but
-computed through double-precision logarithms and acceptance probabilities, so
-their distribution is exact only up to rounding. In secure mode
-(:class:`fedeval.randomness.SecureGenerator`, e.g. from
-:func:`fedeval.randomness.secure_generator`) the noise the aggregator or a
-label party adds is drawn by the algorithms below instead, which use nothing
-but uniform integers from the generator and exact rational arithmetic: the
-output distribution is exactly the one the guarantee is computed for.
+They use nothing but uniform integers from the generator and exact rational
+arithmetic, one draw at a time in Python (tens of microseconds each). Until
+issue 24 they were fedeval's "secure mode" samplers
+(``fedeval.privacy.mechanisms.exact``); the library now draws exactly with the
+vectorised samplers of :mod:`fedeval.privacy.mechanisms.exact_sampling` for
+every generator, and these independent implementations serve as the reference
+the vectorised ones are compared with (two-sample tests).
 
 * :func:`bernoulli_exp` — Bernoulli(exp(−γ)) for rational γ ≥ 0 (Algorithm 1);
 * :func:`discrete_laplace` — P(y) ∝ exp(−|y|/scale) (Algorithm 2);
 * :func:`discrete_gaussian` — P(y) ∝ exp(−y²/(2σ²)) (Algorithm 3).
 
 A float parameter is converted to the rational number it exactly represents
-(:class:`fractions.Fraction`), so nothing is rounded. The samplers run one draw
-at a time in Python (tens of microseconds each): secure mode is for deployed
-clients and servers, not for simulating millions of clients.
+(:class:`fractions.Fraction`), so nothing is rounded.
 
 References
 ----------
