@@ -60,6 +60,16 @@ def _statement(**kw: object) -> dict:
     return secure_sum_statement(**args)
 
 
+def test_the_probe_claims_neither_fold_nor_mt19937_for_a_generator_without_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The receipt's facts come from the installed generator, not from a constant."""
+    monkeypatch.setattr(importlib.import_module(UTILS), "pseudo_rand_gen", expand_masks)
+    facts = probe_flwr_masks()
+    assert not facts.folds_to_32_bits and not facts.mt19937
+    assert facts.pairwise_seed_bits is None
+
+
 def test_the_pinned_flwr_is_the_version_fedeval_declares() -> None:
     pin = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert 'flwr[simulation]==1.41.*"' in pin

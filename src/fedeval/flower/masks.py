@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -180,7 +181,10 @@ class FlwrMaskFacts:
         Two different 32-byte seeds with the same 32-bit XOR fold give the
         same masks: at most 2^32 distinct masks per seed.
     mt19937 : bool
-        The masks equal ``numpy.random.RandomState(fold).randint(0, modulus - 1)``.
+        The generator's source draws the masks from
+        ``numpy.random.RandomState`` seeded with the fold (read with
+        :func:`inspect.getsource`; fedeval makes no draw of its own to compare,
+        ``tests/flower/test_flower_masks.py`` checks the masks themselves).
     pairwise_seed_bits : int or None
         Bits of the folded pairwise seed that can vary (28 when the pairwise
         key is base64 text and the generator folds); None when it does not fold.
@@ -197,7 +201,10 @@ class FlwrMaskFacts:
 
 
 def probe_flwr_masks() -> FlwrMaskFacts:
-    """Run the installed flwr's own ``pseudo_rand_gen`` on seeds chosen to tell (see :class:`FlwrMaskFacts`)."""
+    """Run the installed flwr's own ``pseudo_rand_gen`` on seeds chosen to tell, and read its source.
+
+    See :class:`FlwrMaskFacts`.
+    """
     import flwr
     from flwr.common.secure_aggregation.crypto.symmetric_encryption import generate_shared_key
     from flwr.supercore.primitives.asymmetric import generate_key_pairs
@@ -211,7 +218,11 @@ def probe_flwr_masks() -> FlwrMaskFacts:
     b = bytes(x ^ y for x, y in zip(a[:8], flip * 2, strict=True)) + a[8:]
     first = generator(a, modulus, shapes)[0]
     folds = bool(np.array_equal(first, generator(b, modulus, shapes)[0]))
-    mt = np.random.RandomState(fold_seed(a)).randint(0, modulus - 1, shapes[0], dtype=np.int64)
+    try:
+        source = inspect.getsource(generator)
+    except (OSError, TypeError):  # no source installed: claim nothing
+        source = ""
+    mt = "RandomState(" in source
     sk1, _ = generate_key_pairs()
     _, pk2 = generate_key_pairs()
     key = generate_shared_key(sk1, pk2)
@@ -220,7 +231,7 @@ def probe_flwr_masks() -> FlwrMaskFacts:
         flwr_version=str(flwr.__version__),
         function=f"{_FLWR_UTILS}.pseudo_rand_gen",
         folds_to_32_bits=folds,
-        mt19937=bool(np.array_equal(first, mt)),
+        mt19937=mt,
         pairwise_seed_bits=(28 if ascii_key else 32) if folds else None,
     )
 
