@@ -209,7 +209,7 @@ def test_flower_sim_describes_the_file_and_the_simulated_cohort_apart() -> None:
     clients": the file's one-example clients are not the Flower clients."""
     import argparse
 
-    from fedeval.cli import public_facts
+    from fedeval.cli_common import public_facts
     from fedeval.flower.simulate import _counts_text, _input_line
 
     rng = np.random.default_rng(0)

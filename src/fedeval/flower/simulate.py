@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fedeval.cli import add_flower_sim_arguments  # defined there: --help imports nothing heavy
+from fedeval.cli_common import add_flower_sim_arguments  # shared with cli: --help imports no flwr
 from fedeval.data import Federation
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.sampling import assign_groups, uniform_seed
@@ -335,7 +335,7 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, default=float))
         return 0
-    from fedeval.cli import public_facts
+    from fedeval.cli_common import public_facts
 
     models = [_model_of(p, args) for p in args.privacy]
     print(_input_line(public_facts(fed, models), args))
