@@ -379,3 +379,26 @@ def test_quantile_curve_options_with_the_dense_curve_are_refused(option) -> None
     # The same option with the quantile curve is used.
     ev = fe.evaluate(fed, fe.SecureAggregation(), height=4, curve="quantile", **option)
     assert ev.parameters[name] == option[name]
+
+
+def test_pr_band_is_nan_when_no_threshold_has_a_defined_precision() -> None:
+    """A very noisy release can leave no threshold with a defined precision: the band is
+    NaN there, not an error (the Flower report crashed on such a release)."""
+    import warnings
+
+    rng = np.random.default_rng(7)
+    fed = fe.Federation.from_arrays(rng.random(65), np.arange(65) % 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = fe.evaluate(
+            fed,
+            fe.DistributedDP(0.05),
+            rng=14,  # a reproducible simulation: this seed gives such a release
+            public=fe.Public(n_clients=65),
+            height=5,
+            n_buckets=4,
+        )
+        precision, _, _ = ev.precision_recall_curve()
+        assert np.isnan(precision).all()
+        grid, lo, hi = ev.pr_band()
+    assert grid.shape == lo.shape == hi.shape and np.isnan(lo).all() and np.isnan(hi).all()

@@ -78,7 +78,10 @@ EXEMPT: dict[str, str] = {
         "tested through tests/calibration/test_multiclass_scaling.py and "
         "tests/calibration/test_newton_scaling.py"
     ),
-    "cli_common.py": "the subcommands' shared error type: tested through tests/test_cli.py",
+    "cli_common.py": (
+        "the subcommands' shared error type, argument definitions and public-fact helpers: "
+        "tested through tests/test_cli.py, tests/cli/ and tests/privacy/test_public_facts.py"
+    ),
     "data/demo.py": "the demo data of `fedeval demo`: tested through tests/test_cli.py",
     "data/grouping.py": "grouping examples by client: tested through tests/data/test_federation.py",
     "exceptions.py": (

@@ -141,13 +141,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: the set of modules of one strongly connected component of the runtime graph. The
 #: list must shrink to empty: a cycle that grows, or an entry that no longer exists,
 #: is a violation.
-KNOWN_CYCLES: Mapping[frozenset[str], str] = {
-    # cli.py defines the flower-sim arguments so that `--help` imports nothing heavy,
-    # and flower/simulate.py imports them back (and cli's fact helpers); cli runs
-    # flower.simulate. Fix: move the argument definitions to flower/ (or a small
-    # module both import). Both files are being changed by issue 29's CLI work.
-    frozenset({"fedeval.cli", "fedeval.flower.simulate"}): "cli <-> flower/simulate",
-}
+KNOWN_CYCLES: Mapping[frozenset[str], str] = {}
 
 #: Runtime imports of a higher layer that exist today, with the reason and the fix.
 #: Like KNOWN_CYCLES, the list must shrink: an entry that no longer occurs is a violation.

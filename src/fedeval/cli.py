@@ -32,7 +32,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedeval.cli_common import CLIError
+from fedeval.cli_common import (
+    CLIError,
+    add_common_output,
+    add_flower_sim_arguments,
+    add_hierarchy,
+    add_score_domain,
+    describe_facts,
+    public_facts,
+)
 
 if TYPE_CHECKING:
     from fedeval.evaluation import Evaluation
@@ -186,49 +194,6 @@ def _privacy(args: argparse.Namespace) -> PrivacyModel:
     return privacy_model(
         args.privacy, epsilon=args.epsilon, delta=getattr(args, "delta", None), **kwargs
     )
-
-
-def public_facts(
-    fed: Any,
-    models: Sequence[PrivacyModel],
-    declared: int | None = None,
-    declared_clients: int | None = None,
-) -> dict[str, Any]:
-    """What may be printed about a federation evaluated under all of ``models``.
-
-    The task and the score domain are public; the numbers of clients and of
-    examples only if declared or public under every model
-    (:func:`fedeval.public_facts.public_counts`).
-    """
-    from fedeval.public_facts import Public, public_counts
-
-    pub = Public(n_clients=declared_clients, n_examples=declared)
-    counts = [public_counts(m, fed, pub) for m in models]
-    facts: dict[str, Any] = {
-        "kind": fed.kind,
-        "n_classes": int(fed.n_classes),
-        "score_range": [float(v) for v in fed.score_range],
-    }
-    for key in ("n_clients", "n_examples"):
-        values = [getattr(c, key) for c in counts]
-        sources = [getattr(c, f"{key}_source") for c in counts]
-        public = bool(values) and all(v is not None for v in values)
-        facts[key] = values[0] if public else None
-        facts[f"{key}_source"] = (
-            sources[0]
-            if public
-            else next(s for v, s in zip(values, sources, strict=True) if v is None)
-        )
-    return facts
-
-
-def describe_facts(facts: dict[str, Any]) -> str:
-    lo, hi = facts["score_range"]
-    m = facts["n_examples"]
-    k = facts["n_clients"]
-    examples = f"{m:,} examples" if m is not None else "number of examples not public"
-    clients = f"{k:,} clients" if k is not None else "number of clients not public"
-    return f"federation: {facts['kind']} task, {clients}, score domain [{lo:g}, {hi:g}], {examples}"
 
 
 def _source(path: str | None, facts: dict[str, Any], what: str | None = None) -> dict[str, Any]:
@@ -972,109 +937,6 @@ def _add_privacy_arguments(p: argparse.ArgumentParser, choices: Sequence[str]) -
     )
 
 
-def _add_common_output(p: argparse.ArgumentParser, out: str) -> None:
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh randomness)")
-    p.add_argument("--out", default=out, help="report directory (must be empty or new)")
-    p.add_argument("--force", action="store_true", help="write into --out even if it is not empty")
-    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _add_score_domain(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--score-min", type=float, default=0.0, help="lower end of the score domain")
-    p.add_argument("--score-max", type=float, default=1.0, help="upper end of the score domain")
-
-
-def _add_hierarchy(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--height", type=int, default=None, help="hierarchy height h (default: from fedeval plan)"
-    )
-    p.add_argument("--branching", type=int, default=2, help="branching factor b of the hierarchy")
-    p.add_argument(
-        "--buckets", type=int, default=None, help="AUC buckets B (default: from fedeval plan)"
-    )
-    p.add_argument(
-        "--quantiles",
-        type=int,
-        default=None,
-        help="quantiles Q for the ROC/PR curves (default: from fedeval plan)",
-    )
-
-
-def add_flower_sim_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``fedeval flower-sim`` (defined here so that --help imports nothing)."""
-    parser.add_argument("file", help="CSV/Parquet file of scores and labels")
-    parser.add_argument(
-        "--clients", type=int, required=True, help="number of simulated Flower clients (>= 3)"
-    )
-    parser.add_argument("--score", default="score", help="score column")
-    parser.add_argument("--label", default="label", help="label column (0/1)")
-    parser.add_argument(
-        "--client", default=None, help="client column (default: rows split over --clients)"
-    )
-    parser.add_argument(
-        "--privacy",
-        nargs="+",
-        choices=["sa", "distdp", "ldp"],
-        default=["sa"],
-        help="one or more privacy models, each evaluated on the same clients",
-    )
-    parser.add_argument("--epsilon", type=float, default=None, help="ε of each DP setting")
-    parser.add_argument(
-        "--noise", choices=["polya", "skellam"], default="polya", help="distdp noise shares"
-    )
-    parser.add_argument("--delta", type=float, default=None, help="δ (with --noise skellam only)")
-    _add_hierarchy(parser)
-    parser.add_argument(
-        "--max-dropouts", type=int, default=1, help="clients that may drop out of SecAgg+"
-    )
-    parser.add_argument(
-        "--min-clients", type=int, default=3, help="fewest clients a round may run with"
-    )
-    parser.add_argument(
-        "--clip-probability",
-        type=float,
-        default=1e-9,
-        help="allowed probability that a noise share exceeds the SecAgg+ clipping range",
-    )
-    parser.add_argument(
-        "--max-examples-per-client",
-        type=int,
-        default=None,
-        help="public bound on one client's examples (required under DP: every client keeps "
-        "at most this many, at random; SA alone defaults to the largest client)",
-    )
-    parser.add_argument(
-        "--no-secagg",
-        action="store_true",
-        help="plaintext sums instead of SecAgg+ (benchmarking only: the server sees every "
-        "client's vector; DistDP also needs --allow-plaintext-shares)",
-    )
-    parser.add_argument(
-        "--allow-plaintext-shares",
-        action="store_true",
-        help="with --no-secagg, run DistDP anyway: its receipt states the (much larger) ε "
-        "of one noise share seen alone",
-    )
-    parser.add_argument(
-        "--allow-sa-with-dp",
-        action="store_true",
-        help="evaluate SA and DP settings on the same clients anyway (the DP receipts do "
-        "not protect against the exact SA release)",
-    )
-    parser.add_argument(
-        "--total-epsilon", type=float, default=None, help="the run's ε budget over all settings"
-    )
-    parser.add_argument(
-        "--total-delta", type=float, default=None, help="the run's δ budget over all settings"
-    )
-    _add_score_domain(parser)
-    parser.add_argument(
-        "--thresholds", type=float, nargs="+", default=[0.5], help="thresholds for the table"
-    )
-    _add_common_output(parser, "fedeval-flower-report")
-
-
 def build_parser() -> argparse.ArgumentParser:
     from fedeval import __version__
 
@@ -1107,7 +969,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=[0.25, 0.5, 0.75],
         help="thresholds for precision/recall/FPR/accuracy",
     )
-    _add_common_output(demo, "fedeval-report")
+    add_common_output(demo, "fedeval-report")
     demo.set_defaults(func=cmd_demo)
 
     ev = sub.add_parser(
@@ -1159,7 +1021,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a number of participating clients you declare public (used to choose the "
         "parameters and shown as given; under add/remove DP it is otherwise not public)",
     )
-    _add_hierarchy(ev)
+    add_hierarchy(ev)
     ev.add_argument(
         "--interpolation",
         choices=["pchip", "linear"],
@@ -1172,7 +1034,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="separate",
         help="PR curve from per-class quantiles (separate) or pooled ones (combine)",
     )
-    _add_score_domain(ev)
+    add_score_domain(ev)
     ev.add_argument(
         "--thresholds",
         type=float,
@@ -1198,7 +1060,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the column's public values, one slice each; rows with any other value form "
         "one 'other' slice (undeclared values are never shown)",
     )
-    _add_common_output(ev, "fedeval-evaluation")
+    add_common_output(ev, "fedeval-evaluation")
     ev.set_defaults(func=cmd_evaluate)
 
     co = sub.add_parser(
@@ -1252,7 +1114,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="non-inferiority margin on the AUC (and AP): is A worse than B by less than this?",
     )
-    _add_score_domain(co)
+    add_score_domain(co)
     co.add_argument(
         "--thresholds",
         type=float,
@@ -1265,7 +1127,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="simulation only: also compute the exact pooled differences",
     )
-    _add_common_output(co, "fedeval-comparison")
+    add_common_output(co, "fedeval-comparison")
     co.set_defaults(func=cmd_compare)
 
     ca = sub.add_parser(
@@ -1325,8 +1187,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.3,
         help="fraction of clients held out to draw the before/after diagrams",
     )
-    _add_score_domain(ca)
-    _add_common_output(ca, "fedeval-calibration")
+    add_score_domain(ca)
+    add_common_output(ca, "fedeval-calibration")
     ca.set_defaults(func=cmd_calibrate)
 
     pl = sub.add_parser(

@@ -27,7 +27,9 @@ from fedeval.privacy.models import model_to_dict  # noqa: E402
 
 pytestmark = pytest.mark.flower
 
-BASE = {"max-examples-per-client": 50, "epsilon": 1.0}
+# A declared cohort: distributed DP adds or removes an example, so the number of
+# participating clients is not public (test_flower_public_counts.py).
+BASE = {"max-examples-per-client": 50, "epsilon": 1.0, "cohort-size": 20}
 
 
 # ------------------------------------------------------------------ server settings
@@ -55,7 +57,9 @@ def test_run_config_names_build_the_same_models() -> None:
     models = (fe.DistributedDP(2.0, unit="client", contribution_bound=3),)
     assert _settings(privacy=models).privacy == models
     with pytest.raises(ValueError, match="needs epsilon"):
-        ServerSettings.from_config({"privacy": "distdp", "max-examples-per-client": 5})
+        ServerSettings.from_config(
+            {"privacy": "distdp", "max-examples-per-client": 5, "cohort-size": 20}
+        )
     with pytest.raises(ValueError, match="sa, distdp or ldp"):
         _settings(privacy="central")
 
@@ -152,7 +156,8 @@ def _plan(model: object, **kw: object) -> EvaluationPlan:
 
 @pytest.mark.usefixtures("task_identity")
 def test_describe_sends_no_size_and_no_within_bound_bit(client_files: Path) -> None:
-    from fedeval.flower.client_app import DESCRIBE, INFO_KEY, make_client_app
+    from fedeval.flower.client_app import DESCRIBE, INFO_KEY, MASK_KEY, make_client_app
+    from fedeval.flower.masks import MASK_GENERATOR
 
     app = make_client_app({"data-path": str(client_files / "client_{partition-id}.csv")})
     infos = [
@@ -160,8 +165,10 @@ def test_describe_sends_no_size_and_no_within_bound_bit(client_files: Path) -> N
              .config_records[INFO_KEY])
         for pid in (0, 1)
     ]  # fmt: skip
-    # Under and over the bound, the reply is the client's label and nothing else.
-    assert [set(i) for i in infos] == [{"client"}, {"client"}]
+    # Under and over the bound, the reply is the client's label and its SecAgg+ mask
+    # generator (the same for every client), nothing else.
+    assert [set(i) for i in infos] == [{"client", MASK_KEY}, {"client", MASK_KEY}]
+    assert {i[MASK_KEY] for i in infos} == {MASK_GENERATOR}
     # Secure aggregation alone with no declared bound: the server asks for sizes.
     asked = _call(app, DESCRIBE, {"declare-size": True}, client_files, 1)
     assert asked.content.config_records[INFO_KEY]["n-examples"] == 12
@@ -194,3 +201,28 @@ def test_plaintext_reports_carry_only_the_public_report_count(
     assert vec.shape == (plan.vector_length,)
     if count is None and model == fe.SecureAggregation():
         assert vec.sum() == 5  # the client kept exactly the bound
+
+
+# ------------------------------------------------------------------ flower-sim output
+def test_flower_sim_describes_the_file_and_the_simulated_cohort_apart() -> None:
+    """Issue 29: `fedeval flower-sim` printed "20,000 clients", then "simulation with 5
+    clients": the file's one-example clients are not the Flower clients."""
+    import argparse
+
+    from fedeval.cli_common import public_facts
+    from fedeval.flower.simulate import _counts_text, _input_line
+
+    rng = np.random.default_rng(0)
+    fed = fe.Federation.from_arrays(rng.random(20_000), rng.integers(0, 2, 20_000))
+    args = argparse.Namespace(clients=5, client=None)
+    sa = _input_line(public_facts(fed, [fe.SecureAggregation()]), args)
+    assert "20,000 examples" in sa and "20,000 clients" not in sa
+    assert "its rows split over 5 simulated clients (the cohort size, declared public)" in sa
+    dp = _input_line(public_facts(fed, [fe.DistributedDP(1.0)]), args)
+    assert "number of examples not public" in dp and "20,000" not in dp
+    withheld = {"n_selected": None, "n_used": None, "n_failed": None, "n_rejected": None}
+    line = _counts_text({"facts": withheld, "wall_seconds": 1.0, "bytes_sent_per_client": None})
+    assert "not public" in line and "None" not in line
+    public = {"n_selected": 5, "n_used": 4, "n_failed": 1, "n_rejected": 0}
+    line = _counts_text({"facts": public, "wall_seconds": 1.0, "bytes_sent_per_client": 10.0})
+    assert "clients used 4/5" in line and "10 B/client" in line

@@ -139,7 +139,9 @@ def test_apps_run_on_superlink_and_three_supernodes_with_secagg(
     assert isinstance(tmp, Path)
     out = tmp / "report"
     config = f'out-dir="{out}" privacy="sa" height={HEIGHT} max-examples-per-client=400 '
-    config += f"min-clients={N_NODES} max-dropouts=1"
+    # The three SuperNodes are the cohort (the app's default cohort-size is the 20 simulated
+    # SuperNodes of its README), as in the README's deployment command.
+    config += f"min-clients={N_NODES} cohort-size={N_NODES} max-dropouts=1"
     start = time.monotonic()
     res = subprocess.run(
         [
@@ -165,6 +167,9 @@ def test_apps_run_on_superlink_and_three_supernodes_with_secagg(
     facts = ev["facts"]
     assert facts["n_used"] == N_NODES and facts["n_failed"] == 0
     assert facts["secure_aggregation"] is True and facts["secagg"]["num_shares"] == N_NODES
+    # Client and server processes both expanded masks with fedeval's generator (the
+    # sum below is exact), and the receipt names it.
+    assert facts["secure_sum"]["masks"]["generator"] == "fedeval-shake256/1"
     # The SecAgg+ sum is the exact in-process release of the three client files.
     paths = deployment["paths"]
     assert isinstance(paths, list)

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 import fedeval as fe
-from fedeval.flower.decode import build_evaluation, decode_ldp, decode_sum, release_mechanism
+from fedeval.flower.decode import (
+    RunFacts,
+    build_evaluation,
+    decode_ldp,
+    decode_sum,
+    release_mechanism,
+)
 from fedeval.flower.plan import EvaluationPlan, with_client_bound
 from fedeval.flower.replies import (
     NotEnoughClientsError,
@@ -108,10 +114,18 @@ def test_sa_client_encodings_sum_to_the_in_process_release() -> None:
     ref = release_hierarchy(fed, fe.SecureAggregation(), height=4)
     for a, b in zip(tree.levels, ref.levels, strict=True):
         np.testing.assert_array_equal(a, b)
-    ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16)
+    facts = RunFacts(n_selected=fed.n_clients, n_used=fed.n_clients)
+    ev = build_evaluation(tree, plan, n_buckets=4, n_quantiles=16, facts=facts)
     direct = fe.evaluate(fed, fe.SecureAggregation(), height=4, n_buckets=4)
     assert ev.roc_auc == direct.roc_auc
+    # Public under secure aggregation: the number of clients whose replies were summed.
     assert ev.parameters["n_clients"] == fed.n_clients
+    # Under distributed DP (add/remove one example) it is not, and is not published.
+    dist = _plan(with_client_bound(fe.DistributedDP(epsilon=1.0), 10), fed, max_examples=10)
+    noisy = decode_sum(dist, np.zeros(dist.vector_length, dtype=np.int64), fed.n_clients)
+    dp = build_evaluation(noisy, dist, n_buckets=4, n_quantiles=16, facts=facts)
+    assert dp.parameters["n_clients"] is None
+    assert "not public" in dp.parameters["public_inputs"]["n_clients"]
 
 
 def test_client_above_the_public_bound_subsamples_itself() -> None:
@@ -229,7 +243,6 @@ def test_ldp_reply_range_and_decoding() -> None:
         n_rep[plan.level - 1] += v.n_examples
         m_k[plan.level - 1] += 1
     tree = decode_ldp(base, raw, n_rep, m_k)
-    assert tree.n_clients == fed.n_clients
     # Unbiased totals: within a generous multiple of their standard error.
     totals = tree.totals()
     sd = np.sqrt(tree.node_variance[0].sum(axis=1))
@@ -387,13 +400,15 @@ def test_plaintext_skellam_shares_are_refused() -> None:
 
 def test_run_refuses_plaintext_shares_unless_allowed() -> None:
     dist = fe.DistributedDP(epsilon=1.0)
-    check_run((dist,), max_examples=10, secagg=True)
+    check_run((dist,), max_examples=10, secagg=True, cohort_size=20)
     with pytest.raises(ValueError, match="allow-plaintext-shares"):
-        check_run((dist,), max_examples=10, secagg=False)
-    check_run((dist,), max_examples=10, secagg=False, allow_plaintext_shares=True)
+        check_run((dist,), max_examples=10, secagg=False, cohort_size=20)
+    check_run((dist,), max_examples=10, secagg=False, allow_plaintext_shares=True, cohort_size=20)
     skellam = fe.DistributedDP(epsilon=1.0, noise="skellam", delta=1e-6)
     with pytest.raises(ValueError, match="Skellam"):
-        check_run((skellam,), max_examples=10, secagg=False, allow_plaintext_shares=True)
+        check_run(
+            (skellam,), max_examples=10, secagg=False, allow_plaintext_shares=True, cohort_size=20
+        )
     # Local DP is plaintext by design; SA has no DP to lose.
     check_run((fe.LocalDP(epsilon=1.0),), max_examples=10, secagg=False)
     check_run((fe.SecureAggregation(),), max_examples=0, secagg=False)
@@ -403,8 +418,8 @@ def test_run_refuses_plaintext_shares_unless_allowed() -> None:
 def test_run_under_dp_needs_a_declared_bound() -> None:
     for model in (fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=1.0)):
         with pytest.raises(ValueError, match="max-examples-per-client"):
-            check_run((model,), max_examples=0, secagg=True)
-        check_run((model,), max_examples=5, secagg=True)
+            check_run((model,), max_examples=0, secagg=True, cohort_size=20)
+        check_run((model,), max_examples=5, secagg=True, cohort_size=20)
     # Secure aggregation alone may take the bound from the clients' sizes.
     check_run((fe.SecureAggregation(),), max_examples=0, secagg=True)
 
@@ -511,8 +526,8 @@ def test_run_budget_is_enforced_before_any_round() -> None:
 def test_sa_with_dp_on_the_same_clients_is_refused_unless_allowed() -> None:
     models = (fe.SecureAggregation(), fe.DistributedDP(epsilon=1.0))
     with pytest.raises(ValueError, match="allow-sa-with-dp"):
-        check_run(models, max_examples=10, secagg=True)
-    check_run(models, max_examples=10, secagg=True, allow_sa_with_dp=True)
+        check_run(models, max_examples=10, secagg=True, cohort_size=20)
+    check_run(models, max_examples=10, secagg=True, allow_sa_with_dp=True, cohort_size=20)
     fed = _fed(500, 20)
     mechs = {"sa": _plan(fe.SecureAggregation(), fed).mechanism(), **_mechanisms(fed)}
     record = ledger_record(charge_run(mechs), _receipts(mechs))

@@ -89,3 +89,7 @@ def test_the_readme_flower_block_runs(tmp_path: Path, monkeypatch: pytest.Monkey
     for block in flower:
         run_bash_block(block, tmp_path)
     assert (tmp_path / "flower-report" / "report.html").exists()
+    # As the README says: flower-sim writes no Flower configuration and starts no
+    # SuperLink (unlike `flwr federation simulation-config`).
+    home = tmp_path / "home"
+    assert not (home / "config.toml").exists() and not (home / "local-superlink").exists()

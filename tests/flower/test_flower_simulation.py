@@ -8,15 +8,21 @@ the middle of every SecAgg+ round (after the keys were shared). The run
 evaluates under SA, DistDP (Pólya, ε = 1) and LDP (OUE, ε = 1) on the same
 clients, which it refuses unless ``allow-sa-with-dp`` is set, and checks:
 
+* distributed DP adds or removes an example, so the number of clients that
+  take part is not public: the run declares its cohort (``cohort-size``, the 23
+  nodes), plans from it, and withholds the counts it observes;
 * the two bad clients fail, and only the server log names them: the released
-  result (``flower_result.json``) holds counts, no client names and no sizes;
+  result (``flower_result.json``) holds no counts, no client names and no sizes;
 * the oversized client is not rejected: it subsampled itself to the bound;
 * SA: the released leaf counts equal the in-process release of the clients used
   (the oversized one at the bound), exactly, and so does ROC AUC;
 * DistDP: the model carries the public bound as its contribution bound;
   released minus exact counts has the variance of the target discrete Laplace
-  scaled by received/threshold shares;
-* LDP: plaintext replies, all 21 usable clients, unbiased class totals;
+  scaled by received/threshold shares, and the stated variance is the one for
+  the whole declared cohort (an upper bound that does not depend on who took part);
+* the secure sums ran on the Ray workers and the server with fedeval's mask
+  generator (the sums are exact), and each names its secure sum;
+* LDP: plaintext replies, with the public report counts;
 * one ledger: the composed total of the DP settings, and the warning that the
   DP receipts do not protect against the SA release;
 * the same report files as ``fedeval evaluate``.
@@ -105,7 +111,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 "n-buckets": 16,
                 "n-quantiles": 64,
                 "max-examples-per-client": bound,
-                "max-dropouts": 1,
+                "cohort-size": N_GOOD + 3,
+                # Planned from the cohort: two clients fail to load and one drops out.
+                "max-dropouts": 3,
                 "min-clients": 10,
                 "out-dir": str(out),
                 "seed": 0,
@@ -137,10 +145,13 @@ def _secagg_clients() -> list[int]:
     return [p for p in range(N_GOOD) if p != DROPOUT] + [BIG]
 
 
-def test_released_result_names_no_client_and_no_size(run: dict) -> None:
+def test_released_result_names_no_client_and_no_size_and_no_count(run: dict) -> None:
     text = (run["out"] / "flower_result.json").read_text()
     assert "partition" not in text and "node " not in text
-    for ev in run["result"]["evaluations"].values():
+    result = run["result"]
+    assert result["n_nodes"] is None
+    assert result["cohort_size"] == {"value": N_GOOD + 3, "declared": True}
+    for ev in result["evaluations"].values():
         facts = ev["facts"]
         assert set(facts) == {
             "n_selected",
@@ -149,21 +160,25 @@ def test_released_result_names_no_client_and_no_size(run: dict) -> None:
             "n_rejected",
             "secure_aggregation",
             "secagg",
+            "counts",
+            "secure_sum",
         }
-        assert facts["n_selected"] == N_GOOD + 3
-        assert facts["n_rejected"] == 0  # the big client subsampled itself
-    # The operator finds the names and reasons in the server log.
+        assert all(facts[k] is None for k in ("n_selected", "n_used", "n_failed", "n_rejected"))
+        assert facts["counts"].startswith("not public under 'distdp eps=1'")
+        assert ev["bytes_sent_per_client"] is None
+    # The operator finds the names and reasons in the server log, and no totals.
     log = "\n".join(run["log"])
     assert "partition 20" in log and "no such file" in log.lower()
     assert "partition 21" in log and "column" in log.lower()
+    assert "clients used" not in log
 
 
 def test_bad_clients_fail_and_the_rest_complete(run: dict) -> None:
-    evs = run["result"]["evaluations"]
-    # Partitions 20 and 21 fail to load; partition 5 also fails every SecAgg+ round.
-    assert evs["sa"]["facts"]["n_failed"] == 3
-    assert evs["distdp eps=1"]["facts"]["n_failed"] == 3
-    assert evs["ldp eps=1"]["facts"]["n_failed"] == 2
+    # Partitions 20 and 21 fail to load; partition 5 also fails every SecAgg+ round
+    # (the server log says so; the result does not count them).
+    log = "\n".join(run["log"])
+    assert log.count(f"partition {DROPOUT}") >= 2 and "simulated dropout" in log
+    assert set(run["result"]["evaluations"]) == {"sa", "distdp eps=1", "ldp eps=1"}
 
 
 def test_sa_release_equals_in_process_pipeline_exactly(run: dict) -> None:
@@ -171,7 +186,8 @@ def test_sa_release_equals_in_process_pipeline_exactly(run: dict) -> None:
     facts = ev["facts"]
     assert facts["secure_aggregation"] is True
     assert facts["secagg"]["num_shares"] % 2 == 1
-    assert facts["n_used"] == N_GOOD  # partition 5 dropped, the big one took part
+    # Exactly the clients used (partition 5 dropped, the big one took part), summed
+    # by SecAgg+ with fedeval's masks on the Ray workers and the server.
     fed = _federation_of(run["parts"], _secagg_clients(), run["bound"])
     ref = release_hierarchy(fed, fe.SecureAggregation(), height=HEIGHT)
     released = [np.asarray(lv) for lv in ev["released_levels"]]
@@ -179,43 +195,48 @@ def test_sa_release_equals_in_process_pipeline_exactly(run: dict) -> None:
         np.testing.assert_array_equal(a, b)
     direct = fe.evaluate(fed, fe.SecureAggregation(), height=HEIGHT, n_buckets=16)
     assert ev["roc_auc"] == pytest.approx(direct.roc_auc, abs=1e-12)
+    secure = facts["secure_sum"]
+    assert secure["flwr_version"] == flwr.__version__
+    assert secure["masks"]["generator"] == "fedeval-shake256/1"
+    assert ev["guarantee"].endswith(secure["summary"])
 
 
 def test_distdp_noise_has_the_target_variance_and_the_model_carries_the_bound(run: dict) -> None:
     ev = run["result"]["evaluations"]["distdp eps=1"]
     facts = ev["facts"]
-    assert facts["n_used"] == N_GOOD
     plan = EvaluationPlan(**ev["plan"])
     assert plan.model == fe.DistributedDP(1.0, contribution_bound=run["bound"])
     assert plan.client_bound == run["bound"] and not plan.plaintext_shares
     assert plan.min_received == facts["secagg"]["reconstruction_threshold"]
-    assert plan.n_shares == N_GOOD + 1
+    assert plan.n_shares == N_GOOD + 3 and plan.cohort_declared  # the declared cohort
     frac = plan.min_received / plan.n_shares
     assert f"any fraction {frac:.4g} of them" in ev["guarantee"]
     assert "arrived" not in ev["guarantee"]
-    fed = _federation_of(run["parts"], _secagg_clients(), run["bound"])
+    clients = _secagg_clients()
+    fed = _federation_of(run["parts"], clients, run["bound"])
     exact = plan.spec.encode_levels(fed.scores, fed.labels)
     noise = np.asarray(ev["released_sum"]) - exact
     polya = plan.mechanism().noise
     assert isinstance(polya, PolyaShareNoise)
-    # k received shares, each calibrated to the threshold m: variance k/m × target.
-    expected = polya.shares.target.variance * facts["n_used"] / plan.min_received
-    assert ev["noise_variance"] == pytest.approx(expected)
+    target = polya.shares.target.variance
+    # Stated: the cohort's shares, each calibrated to the threshold m (an upper bound).
+    assert ev["noise_variance"] == pytest.approx(target * plan.n_shares / plan.min_received)
+    # Drawn: the k shares that arrived, variance k/m × target.
+    expected = target * len(clients) / plan.min_received
     n = noise.size
     se = expected * math.sqrt(5.0 / n)
     assert abs(noise.var() - expected) < 5 * se, (noise.var(), expected)
     assert abs(noise.mean()) < 5 * math.sqrt(expected / n)
     # No honest share was clipped: nothing beyond the clipping range.
-    assert np.abs(noise).max() < facts["n_used"] * facts["secagg"]["clipping_range"]
+    assert np.abs(noise).max() < len(clients) * facts["secagg"]["clipping_range"]
     assert ev["epsilon_spent"] == pytest.approx(1.0)
     assert 0 < ev["delta_spent"] < 1e-8
     assert "does not protect against" in ev["note"]
 
 
-def test_ldp_runs_in_plaintext_with_every_usable_client(run: dict) -> None:
+def test_ldp_runs_in_plaintext_with_the_public_report_counts(run: dict) -> None:
     ev = run["result"]["evaluations"]["ldp eps=1"]
-    assert ev["facts"]["secure_aggregation"] is False
-    assert ev["facts"]["n_used"] == N_GOOD + 1  # the dropout only fails SecAgg+ rounds
+    assert ev["facts"]["secure_aggregation"] is False and ev["facts"]["secure_sum"] == {}
     assert any("number of reports each client sends" in p for p in ev["public_inputs"])
 
 

@@ -33,13 +33,15 @@ def main() -> None:
     report = out.parent / "fedeval-flower-report"
     # The bound on a client's examples is a public input the operator declares; it must
     # not be read off the data (that would publish the largest client's size). Here it
-    # is the design of the generated data: about twice the mean client size.
-    bound = max(2 * args.examples // args.clients, 1)
+    # is the design of the generated data: the examples are split evenly, so no file
+    # holds more than ceil(examples / clients) of them (200 with the defaults).
+    bound = max(-(-args.examples // args.clients), 1)
     print(f"wrote {args.clients} client files to {out}")
     print("run the evaluation with:")
+    # The cohort is the number of simulated SuperNodes: a setting, declared public.
     print(
         f'  flwr run . --stream --run-config \'data-path="{out}/client_{{partition-id}}.csv" '
-        f'out-dir="{report}" max-examples-per-client={bound}\''
+        f'out-dir="{report}" max-examples-per-client={bound} cohort-size={args.clients}\''
     )
 
 

@@ -8,8 +8,12 @@ simulation extra). ``import fedeval`` never imports flwr; importing the apps doe
 * :mod:`fedeval.flower.replies` — the client's reply (the pipeline's own client
   functions) and the range of an honest reply.
 * :mod:`fedeval.flower.run_privacy` — what a run may release (refusals made
-  before anything is sent) and the one ledger all its settings are charged to.
+  before anything is sent), whether it may publish its client counts, and the
+  one ledger all its settings are charged to.
 * :mod:`fedeval.flower.secagg` — the integer-exact SecAgg+ configuration.
+* :mod:`fedeval.flower.masks` — SecAgg+ masks from the whole seed (flwr 1.41's
+  own generator folds seeds to 32 bits) and what a run's receipt says about its
+  secure sum.
 * :mod:`fedeval.flower.decode` — the server's decoding (the pipeline's own server steps).
 * :mod:`fedeval.flower.client_app` — ``app``, the ClientApp.
 * :mod:`fedeval.flower.server_app` — ``app``, the ServerApp.

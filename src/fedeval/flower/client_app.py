@@ -11,7 +11,12 @@ vector. Nothing it sends reveals its size:
   message naming the node, so the server can drop the client before secure
   aggregation. Only when the server asks (``declare-size``: a run of secure
   aggregation alone, without a declared bound) does the client add its size.
-* ``train`` (through ``secaggplus_mod``): SA leaf counts or DistDP counts plus the
+  The reply also states the client's SecAgg+ mask generator
+  (:data:`~fedeval.flower.masks.MASK_GENERATOR`), so that the server uses only
+  clients that expand masks as it does.
+* ``train`` (through ``secaggplus_mod``, behind :func:`fedeval_secaggplus_mod`,
+  which first replaces flwr 1.41's 32-bit-seeded mask generator in this process:
+  :mod:`fedeval.flower.masks`): SA leaf counts or DistDP counts plus the
   client's own noise share, sent as a float vector inside the integer-exact
   SecAgg+ configuration (``num_examples = 1``).
 * ``query.report`` (plaintext): local-DP reports (OUE/RR) with their number
@@ -46,19 +51,41 @@ import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.client.mod import secaggplus_mod
 from flwr.clientapp import ClientApp
+from flwr.clientapp.typing import ClientAppCallable
 from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
 from flwr.compat.common import recorddict_compat as compat
 from numpy.typing import NDArray
 
+from fedeval.flower.masks import MASK_GENERATOR, install_mask_generator
 from fedeval.flower.plan import PLAN_KEY, EvaluationPlan
 from fedeval.flower.replies import client_reply
 
-__all__ = ["app", "client_label", "load_client_data", "make_client_app"]
+__all__ = [
+    "MASK_KEY",
+    "app",
+    "client_label",
+    "fedeval_secaggplus_mod",
+    "load_client_data",
+    "make_client_app",
+]
 
 DESCRIBE = "query.describe"
 REPORT = "query.report"
 VECTOR_KEY = "fedeval-vector"
 INFO_KEY = "fedeval-info"
+MASK_KEY = "mask-generator"
+"""Key of the ``describe`` reply that states the client's SecAgg+ mask generator."""
+
+
+def fedeval_secaggplus_mod(msg: Message, context: Context, call_next: ClientAppCallable) -> Message:
+    """flwr's ``secaggplus_mod`` with fedeval's mask generator installed in this process first.
+
+    The mod runs in whatever process Flower starts for the ClientApp, so the
+    replacement (:func:`~fedeval.flower.masks.install_mask_generator`) is made
+    here, before every SecAgg+ stage, not once at start-up.
+    """
+    install_mask_generator()
+    return secaggplus_mod(msg, context, call_next)
 
 
 def _setting(context: Context, defaults: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -160,14 +187,14 @@ def make_client_app(defaults: Mapping[str, Any] | None = None) -> ClientApp:
     @client_app.query("describe")
     def describe(msg: Message, context: Context) -> Message:
         scores, _ = load_client_data(context, d)
-        info = ConfigRecord({"client": client_label(context)})
+        info = ConfigRecord({"client": client_label(context), MASK_KEY: MASK_GENERATOR})
         if _as_bool(msg.content.config_records[INFO_KEY].get("declare-size", False)):
             # Secure aggregation alone without a declared bound: the server takes
             # the largest size as the bound (no DP setting is in such a run).
             info["n-examples"] = int(scores.shape[0])
         return Message(RecordDict({INFO_KEY: info}), reply_to=msg)
 
-    @client_app.train(mods=[secaggplus_mod])
+    @client_app.train(mods=[fedeval_secaggplus_mod])
     def train(msg: Message, context: Context) -> Message:
         fitins = compat.recorddict_to_fitins(msg.content, keep_input=True)
         pid = str(context.node_config.get("partition-id", ""))

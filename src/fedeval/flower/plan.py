@@ -53,10 +53,14 @@ class EvaluationPlan:
         Only a run of secure aggregation alone may take it from the clients'
         declared sizes.
     n_shares : int
-        Clients selected for the secure sum (each adds one noise share).
+        The public number of clients planned for: the declared cohort size
+        (``cohort_declared``), or, where the number of participating clients is
+        public, the clients selected. The hierarchy, the SecAgg+ parameters and
+        the noise shares are planned from it, never from a private count.
     min_received : int
         The smallest number of contributions the secure sum can ever hold (the
-        SecAgg+ reconstruction threshold); noise shares are calibrated to it.
+        SecAgg+ reconstruction threshold, planned from ``n_shares``); noise
+        shares are calibrated to it.
     level : int
         Local DP only: the hierarchy level (1..h) this client reports at; 0 otherwise.
     setting : str
@@ -65,6 +69,9 @@ class EvaluationPlan:
         Distributed DP without SecAgg+: the server sees every client's reply,
         so the release is each client's own vector and its guarantee is that of
         one noise share seen alone (:func:`plaintext_shares_mechanism`).
+    cohort_declared : bool
+        Whether ``n_shares`` is the cohort size the operator declared public
+        (``cohort-size``) rather than the public number of clients selected.
     """
 
     privacy: dict[str, Any]
@@ -77,6 +84,7 @@ class EvaluationPlan:
     level: int = 0
     setting: str = ""
     plaintext_shares: bool = False
+    cohort_declared: bool = False
 
     def __post_init__(self) -> None:
         """Validate every field, and that the model can release the hierarchy.
@@ -103,6 +111,8 @@ class EvaluationPlan:
             raise ValueError(f"level must lie in [0, {self.height}], got {self.level}")
         if not isinstance(self.plaintext_shares, bool):
             raise ValueError(f"plaintext_shares must be a bool, got {self.plaintext_shares!r}")
+        if not isinstance(self.cohort_declared, bool):
+            raise ValueError(f"cohort_declared must be a bool, got {self.cohort_declared!r}")
         object.__setattr__(self, "score_range", (lo, hi))
         self.mechanism()  # a model the hierarchy cannot be released under: TypeError
 
@@ -138,7 +148,10 @@ class EvaluationPlan:
         )
         if self.plaintext_shares and mech.placement == "shares":
             mech = plaintext_shares_mechanism(mech)
-        return _with_public(mech, self._public_inputs(mech))
+        # With a declared cohort the shares' number and threshold are planned from it, not
+        # from the clients that take part: the cohort's own entry says so instead.
+        replaced = (SHARES_INPUT,) if self.cohort_declared else ()
+        return _with_public(mech, self._public_inputs(mech), replaced)
 
     def _public_inputs(self, mech: Mechanism) -> tuple[str, ...]:
         if mech.exact:
@@ -147,6 +160,13 @@ class EvaluationPlan:
             f"max-examples-per-client = {self.max_examples}: every client encodes at most "
             "that many of its examples, chosen uniformly at random",
         )
+        if self.cohort_declared and mech.placement == "shares":
+            out += (
+                f"cohort-size = {self.n_shares}, declared public by the operator: the noise "
+                f"shares are calibrated to the reconstruction threshold {self.min_received} "
+                "planned from it, and the sum is released only if at least that many clients "
+                "contribute",
+            )
         if mech.placement == "local":
             if not mech.model.example_count_public:
                 raise ValueError(
@@ -263,12 +283,26 @@ def plaintext_shares_mechanism(mech: Mechanism) -> Mechanism:
     return replace(one, guarantee=replace(one.guarantee, statement=statement), min_received=1)
 
 
-def _with_public(mech: Mechanism, more: tuple[str, ...]) -> Mechanism:
-    """The mechanism whose guarantee (and target guarantee) also names ``more`` as public."""
-    if not more:
+SHARES_INPUT = "the number of clients adding shares and the reconstruction threshold"
+"""The public input :func:`~fedeval.privacy.mechanism_for.mechanism_for` names for shares
+calibrated to a given threshold."""
+
+
+def _with_public(
+    mech: Mechanism, more: tuple[str, ...], replaced: tuple[str, ...] = ()
+) -> Mechanism:
+    """The mechanism whose guarantee (and target guarantee) also names ``more`` as public.
+
+    Entries in ``replaced`` are dropped (``more`` states them more precisely).
+    """
+    if not more and not replaced:
         return mech
-    guarantee = replace(mech.guarantee, public=(*mech.guarantee.public, *more))
+
+    def public(old: tuple[str, ...]) -> tuple[str, ...]:
+        return (*(p for p in old if p not in replaced), *more)
+
+    guarantee = replace(mech.guarantee, public=public(mech.guarantee.public))
     target = (
-        None if mech.target is None else replace(mech.target, public=(*mech.target.public, *more))
+        None if mech.target is None else replace(mech.target, public=public(mech.target.public))
     )
     return replace(mech, guarantee=guarantee, target=target)

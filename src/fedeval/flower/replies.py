@@ -191,15 +191,33 @@ def check_reply(vector: Any, expected: ReplyRange) -> NDArray[np.int64]:
     return out
 
 
-def check_enough_clients(n_available: int, n_required: int, *, stage: str) -> None:
+def check_enough_clients(
+    n_available: int, n_required: int, *, stage: str, count_public: bool = True
+) -> None:
     """Stop with a clear error when too few clients remain.
+
+    Parameters
+    ----------
+    n_available, n_required : int
+    stage : str
+        Where the run stopped, for the message.
+    count_public : bool
+        Whether the number of clients is public under the run's privacy models
+        (:func:`~fedeval.flower.run_privacy.run_counts`); if not, the message
+        does not state it.
 
     Raises
     ------
     NotEnoughClientsError
     """
     if n_available < n_required:
+        have = (
+            f"only {n_available} client(s) remain"
+            if count_public
+            else "fewer clients remain than needed (their number is not public under the "
+            "run's privacy models)"
+        )
         raise NotEnoughClientsError(
-            f"{stage}: only {n_available} client(s) remain, the evaluation needs at least "
-            f"{n_required} (see the failures listed above; lower min-clients or fix the clients)"
+            f"{stage}: {have}, the evaluation needs at least {n_required} (see the failures "
+            "in the server log; lower min-clients or fix the clients)"
         )

@@ -7,9 +7,13 @@ concern the run as a whole (no flwr needed):
 * :func:`check_run` refuses, before anything is sent to a client, a run whose
   releases would not mean what their receipts say: distributed DP whose noise
   shares travel in plaintext (unless explicitly allowed, and never for Skellam
-  shares), a DP setting without a declared bound on a client's examples, and
+  shares), a DP setting without a declared bound on a client's examples,
   secure aggregation (exact sums) together with DP settings (unless explicitly
-  allowed).
+  allowed), and a DP setting under which the number of participating clients
+  is not public without a declared cohort size to plan from.
+* :func:`run_counts` decides whether the run may publish the numbers of
+  clients it selected, used, failed and rejected (:mod:`fedeval.public_facts`
+  decides per model; a run publishes them only if every setting does).
 * :func:`charge_run` charges every setting's mechanism to one
   :class:`~fedeval.privacy.ledger.BudgetLedger`, atomically, before any round;
   :func:`ledger_record` states the composed total for ``flower_result.json``.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fedeval.aggregation.release import charge
@@ -28,8 +33,9 @@ from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism
 from fedeval.privacy.models import PrivacyModel, model_label, model_to_dict
 from fedeval.privacy.receipt import Receipt, entry_as_dict
+from fedeval.public_facts import client_count_public
 
-__all__ = ["charge_run", "check_run", "ledger_record"]
+__all__ = ["RunCounts", "charge_run", "check_run", "ledger_record", "run_counts", "sends_sums"]
 
 
 def _probe(model: PrivacyModel, *, plaintext_shares: bool = False) -> Mechanism:
@@ -46,6 +52,11 @@ def _probe(model: PrivacyModel, *, plaintext_shares: bool = False) -> Mechanism:
     ).mechanism()
 
 
+def sends_sums(model: PrivacyModel) -> bool:
+    """Whether the model's setting is released from a sum of client vectors (not local DP)."""
+    return _probe(model).placement != "local"
+
+
 def check_run(
     models: Sequence[PrivacyModel],
     *,
@@ -54,6 +65,8 @@ def check_run(
     allow_plaintext_shares: bool = False,
     allow_sa_with_dp: bool = False,
     total_epsilon: float | None = None,
+    cohort_size: int | None = None,
+    clients_per_evaluation: int = 0,
 ) -> None:
     """Refuse a run whose releases would not mean what their receipts say.
 
@@ -78,13 +91,24 @@ def check_run(
         The run's budget; settings whose ε add up to more are refused (the
         exact charge, with the ε that holds for the transport, is made before
         the first round).
+    cohort_size : int, optional
+        The number of clients the operator declares public (``cohort-size``):
+        the server selects that many and plans from it. Required by a DP
+        setting under which the number of participating clients is not public
+        (client-level add/remove, or example-level add/remove, where one added
+        example can be one added client: :func:`~fedeval.public_facts.client_count_public`).
+    clients_per_evaluation : int
+        Nodes selected at random (0: all); with a declared cohort it must be 0
+        or equal to it.
 
     Raises
     ------
     ValueError
         Noise shares in plaintext (not allowed, or Skellam shares); a DP setting
         without ``max-examples-per-client``; SA with DP on the same clients (not
-        allowed); two settings with the same name; settings above ``total-epsilon``.
+        allowed); two settings with the same name; settings above ``total-epsilon``;
+        a DP setting whose client count is not public without ``cohort-size``;
+        a cohort size below 1 or different from ``clients-per-evaluation``.
     TypeError
         A model the hierarchy cannot be released under.
     """
@@ -131,6 +155,94 @@ def check_run(
                 f"the run's DP settings spend ε = {nominal:.4g} together, above "
                 f"total-epsilon = {float(total_epsilon):.4g}"
             )
+    if cohort_size is not None:
+        if int(cohort_size) < 1:
+            raise ValueError(f"cohort-size must be >= 1, got {cohort_size}")
+        if secagg and int(cohort_size) < 3 and any(m.placement != "local" for m in mechs):
+            raise ValueError(f"SecAgg+ needs a cohort of at least 3 clients, got {cohort_size}")
+        if clients_per_evaluation and int(clients_per_evaluation) != int(cohort_size):
+            raise ValueError(
+                f"cohort-size = {cohort_size} is the number of clients the server selects; "
+                f"clients-per-evaluation = {clients_per_evaluation} would select another "
+                "number: set clients-per-evaluation = 0 (or equal to cohort-size)"
+            )
+        return
+    hidden = [
+        n
+        for m, n, mech in zip(models, names, mechs, strict=True)
+        if not mech.exact and not client_count_public(m)
+    ]
+    if hidden:
+        raise ValueError(
+            f"under {hidden} the number of participating clients is not public (adding or "
+            "removing a unit can add or remove a client), so the server may neither publish "
+            "it nor plan the height, the SecAgg+ parameters or the noise shares from the "
+            "replies it receives. Declare cohort-size: the number of clients the server "
+            "selects, public, used to plan and published as given"
+        )
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """Whether a run publishes the numbers of clients it observed, and why.
+
+    Attributes
+    ----------
+    public : bool
+        True: the numbers of nodes and of clients selected, used, failed and
+        rejected, and the bytes each client sent, are published exactly.
+    statement : str
+        Why, in words (``facts["counts"]`` in ``flower_result.json``).
+    cohort_size : int or None
+        The declared cohort size (public, published as given), if any.
+    """
+
+    public: bool
+    statement: str
+    cohort_size: int | None = None
+
+    def planning_size(self, n_usable: int) -> int:
+        """The number of clients to plan from: the declared cohort, else the (public) count."""
+        if self.cohort_size is not None:
+            return self.cohort_size
+        if not self.public:
+            raise ValueError("the number of clients is not public and no cohort-size is declared")
+        return int(n_usable)
+
+
+def run_counts(models: Sequence[PrivacyModel], *, cohort_size: int | None = None) -> RunCounts:
+    """Whether a run on ``models`` may publish its client counts (see :class:`RunCounts`).
+
+    The counts are one fact about one set of clients, shared by every setting
+    of the run, so they are published only when every setting treats the
+    number of participating clients as public
+    (:func:`~fedeval.public_facts.client_count_public`: secure aggregation,
+    replacement neighbours, local DP). A declared cohort size is published as
+    declared either way; it is not compared with the clients that took part.
+    """
+    declared = (
+        f"; the run plans from cohort-size = {cohort_size}, declared public by the operator "
+        "(used as given, not checked against the clients that took part)"
+        if cohort_size is not None
+        else ""
+    )
+    hidden = [model_label(m) for m in models if not client_count_public(m)]
+    if not hidden:
+        return RunCounts(
+            True,
+            "public: every setting of the run treats the number of participating clients as "
+            "public (secure aggregation, or neighbours that replace a unit's data)" + declared,
+            cohort_size,
+        )
+    return RunCounts(
+        False,
+        f"not public under {', '.join(repr(h) for h in hidden)}: adding or removing a unit can "
+        "add or remove a client, so the numbers of nodes and of clients selected, used, "
+        "failed and rejected are withheld, and so are the bytes sent per client (SecAgg+ "
+        "messages grow with the number of neighbours); the server log names failed clients "
+        "for the operator, without totals" + declared,
+        cohort_size,
+    )
 
 
 def charge_run(

@@ -7,33 +7,44 @@ all on the same clients:
    distributed DP without SecAgg+ unless ``allow-plaintext-shares`` (its receipt
    then states the ε of one noise share seen alone; Skellam shares are always
    refused in plaintext), a DP setting without ``max-examples-per-client``,
-   secure aggregation together with DP settings unless ``allow-sa-with-dp``, and
-   settings whose ε add up to more than ``total-epsilon``.
-1. **Select** the connected nodes (all, or ``clients-per-evaluation`` of them at
-   random) and ask each to load its data (``query.describe``); a client replies
-   with its label and nothing about its size. Clients that fail (missing file,
-   wrong columns) are named with the reason in the server log (logger
-   ``fedeval.flower``), counted in the result, and the run continues if at least
-   ``min-clients`` remain; it stops with
+   secure aggregation together with DP settings unless ``allow-sa-with-dp``,
+   settings whose ε add up to more than ``total-epsilon``, and a DP setting under
+   which the number of participating clients is not public (client-level
+   add/remove, or example-level add/remove, where one added example can be one
+   added client) without a declared ``cohort-size``.
+1. **Select** the connected nodes (``cohort-size`` or ``clients-per-evaluation``
+   of them at random, else all) and ask each to load its data
+   (``query.describe``); a client replies with its label and its SecAgg+ mask
+   generator, nothing about its size. Clients that fail (missing file, wrong
+   columns, another mask generator) are named with the reason in the server log
+   (logger ``fedeval.flower``), counted in the result where the count is public,
+   and the run continues if at least ``min-clients`` remain; it stops with
    :class:`~fedeval.flower.replies.NotEnoughClientsError` otherwise.
-2. **Plan** every setting: hierarchy height and branching, the privacy model
-   (distributed DP carries ``max-examples-per-client`` as its contribution
-   bound), the number of shares and the reconstruction threshold
-   (:class:`EvaluationPlan`). Every client keeps at most the bound of its
-   examples, chosen uniformly at random on the device.
+2. **Plan** every setting from a public number of clients, never from the
+   replies where their number is private
+   (:func:`~fedeval.flower.run_privacy.run_counts`): the declared
+   ``cohort-size``, or the usable clients where their number is public. From it:
+   hierarchy height and branching, the number of shares and the reconstruction
+   threshold, the SecAgg+ clipping range and modulus (:class:`EvaluationPlan`);
+   the privacy model (distributed DP carries ``max-examples-per-client`` as its
+   contribution bound). Every client keeps at most the bound of its examples,
+   chosen uniformly at random on the device.
 3. **Charge** every setting to the run's one ledger, atomically, before any
    round (:func:`~fedeval.flower.run_privacy.charge_run`).
 4. **Collect** the integer replies: SA and DistDP through SecAgg+ in its
    integer-exact configuration (odd ``num_shares``, ``num_examples = max_weight
    = 1``, ``quantization_range = 2 * clipping_range``, clipping range from
-   :func:`~fedeval.flower.secagg.choose_clipping_range`); LDP in plaintext,
-   every reply checked against the range of an honest encoding and rejected
-   otherwise.
+   :func:`~fedeval.flower.secagg.choose_clipping_range`), with fedeval's mask
+   generator in place of flwr 1.41's 32-bit-seeded one (:mod:`fedeval.flower.masks`);
+   LDP in plaintext, every reply checked against the range of an honest
+   encoding and rejected otherwise.
 5. **Decode** with fedeval's server code and write the same report as
    ``fedeval evaluate`` (:func:`fedeval.report.write_report`), plus
-   ``flower_result.json`` with the facts of the run (the numbers of clients
-   selected, used, failed and rejected: no client names and no sizes; SecAgg+
-   settings; bytes sent per client; wall time) and the run's privacy account
+   ``flower_result.json`` with the facts of the run (the numbers of nodes and of
+   clients selected, used, failed and rejected, and the bytes sent per client,
+   where the number of clients is public, else ``None`` and why; the declared
+   cohort size; no client names and no sizes; SecAgg+ settings; what the secure
+   sum is and assumes; wall time) and the run's privacy account
    (``privacy_ledger``: every DP setting, their composed total, and, when the
    run also released exact sums, that the DP receipts do not protect against them).
 
@@ -48,9 +59,12 @@ size the clients declare), ``max-dropouts``, ``min-clients``,
 vectors, for benchmarks), ``allow-plaintext-shares`` (run DistDP without SecAgg+
 anyway), ``allow-sa-with-dp`` (run SA and DP settings on the same clients
 anyway), ``total-epsilon``, ``total-delta`` (the run's budget; default: none,
-the ledger records what is spent), ``num-clients`` (nodes to wait for),
-``clients-per-evaluation`` (0: all), ``seed``, ``thresholds``, ``out-dir``,
-``timeout``.
+the ledger records what is spent), ``cohort-size`` (the number of clients the
+server selects, declared public: planned from and published as given;
+required by DP settings under which the number of clients is not public),
+``num-clients`` (nodes to wait for; default: the cohort size),
+``clients-per-evaluation`` (0: all; with a cohort, 0 or equal to it), ``seed``,
+``thresholds``, ``out-dir``, ``timeout``.
 """
 
 from __future__ import annotations
@@ -78,14 +92,23 @@ from fedeval.flower.decode import (
     decode_sum,
     release_mechanism,
 )
+from fedeval.flower.masks import FlwrMaskFacts, probe_flwr_masks, secure_sum_statement
 from fedeval.flower.plan import EvaluationPlan, with_client_bound
 from fedeval.flower.replies import (
+    NotEnoughClientsError,
     ReplyOutOfRangeError,
     ReplyRange,
     check_enough_clients,
     check_reply,
 )
-from fedeval.flower.run_privacy import charge_run, check_run, ledger_record
+from fedeval.flower.run_privacy import (
+    RunCounts,
+    charge_run,
+    check_run,
+    ledger_record,
+    run_counts,
+    sends_sums,
+)
 from fedeval.flower.secagg import SecAggParameters, choose_clipping_range, secagg_parameters
 from fedeval.flower.transport import (
     MeteredGrid,
@@ -150,6 +173,7 @@ class ServerSettings:
     total_delta: float | None = None
     num_clients: int = 0
     clients_per_evaluation: int = 0
+    cohort_size: int | None = None
     seed: int | None = None
     thresholds: tuple[float, ...] = (0.5,)
     out_dir: str = "fedeval-flower-report"
@@ -164,7 +188,19 @@ class ServerSettings:
             allow_plaintext_shares=self.allow_plaintext_shares,
             allow_sa_with_dp=self.allow_sa_with_dp,
             total_epsilon=self.total_epsilon,
+            cohort_size=self.cohort_size,
+            clients_per_evaluation=self.clients_per_evaluation,
         )
+
+    @property
+    def secure_sums(self) -> bool:
+        """Whether the run sums through SecAgg+ (a setting other than local DP, SecAgg+ on)."""
+        return self.secagg and any(sends_sums(m) for m in self.privacy)
+
+    @property
+    def counts(self) -> RunCounts:
+        """Whether the run publishes its client counts (:func:`~fedeval.flower.run_privacy.run_counts`)."""
+        return run_counts(self.privacy, cohort_size=self.cohort_size)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ServerSettings:
@@ -233,6 +269,7 @@ class ServerSettings:
             total_delta=opt_float("total-delta"),
             num_clients=int(get("num-clients", 0)),
             clients_per_evaluation=int(get("clients-per-evaluation", 0)),
+            cohort_size=opt_int("cohort-size"),
             seed=None if get("seed") is None else int(get("seed")),
             thresholds=tuple(float(t) for t in thresholds),
             out_dir=str(get("out-dir", "fedeval-flower-report")),
@@ -321,21 +358,31 @@ def _select_clients(
 
     No client says anything about its size, unless the run is secure
     aggregation alone without a declared bound (the settings refuse that under
-    DP): then the bound is the largest declared size.
+    DP): then the bound is the largest declared size. With a declared
+    ``cohort-size`` the server selects that many nodes (at random when more are
+    connected).
 
     Raises
     ------
     NotEnoughClientsError
         Fewer than ``min-clients`` usable clients.
     """
-    nodes = wait_for_nodes(grid, settings.num_clients, settings.node_wait)
-    if settings.clients_per_evaluation and settings.clients_per_evaluation < len(nodes):
-        nodes = _choose(nodes, settings.clients_per_evaluation, rng)
+    wanted = settings.cohort_size or settings.clients_per_evaluation
+    nodes = wait_for_nodes(grid, settings.num_clients or wanted, settings.node_wait)
+    if wanted and wanted < len(nodes):
+        nodes = _choose(nodes, wanted, rng)
     declared = settings.max_examples > 0
     t0 = time.perf_counter()
-    labels, sizes, failed = describe_nodes(metered, nodes, not declared, settings.timeout)
+    labels, sizes, failed = describe_nodes(
+        metered, nodes, not declared, settings.timeout, secure_sums=settings.secure_sums
+    )
     describe_seconds = time.perf_counter() - t0
-    check_enough_clients(len(labels), max(settings.min_clients, 1), stage="client selection")
+    check_enough_clients(
+        len(labels),
+        max(settings.min_clients, 1),
+        stage="client selection",
+        count_public=settings.counts.public,
+    )
     max_examples = settings.max_examples if declared else max(1, *sizes.values())
     return _Selection(nodes, labels, failed, max_examples, declared, describe_seconds)
 
@@ -345,22 +392,27 @@ def _plan_for(
 ) -> EvaluationPlan:
     """The plan of one evaluation: height (planned unless set), model, shares, threshold.
 
-    The model carries the public bound as its contribution bound
+    Everything is planned from a public number of clients
+    (:meth:`~fedeval.flower.run_privacy.RunCounts.planning_size`): the declared
+    ``cohort-size``, or the usable clients where their number is public. The
+    model carries the public bound as its contribution bound
     (:func:`~fedeval.flower.plan.with_client_bound`); noise shares travel in
     plaintext only when SecAgg+ is off (and the settings allowed it).
     """
     import fedeval as fe
 
-    n_ok = len(selection.labels)
+    n_plan = settings.counts.planning_size(len(selection.labels))
     label = model_label(model)
     model = with_client_bound(model, selection.max_examples)
     height = settings.height
     if height is None:
-        height = fe.plan(model, n_clients=n_ok, branching=settings.branching).height
+        height = fe.plan(model, n_clients=n_plan, branching=settings.branching).height
     _, threshold = (
-        secagg_parameters(n_ok, max_dropouts=settings.max_dropouts, num_shares=settings.num_shares)
-        if n_ok >= 3
-        else (n_ok, n_ok)
+        secagg_parameters(
+            n_plan, max_dropouts=settings.max_dropouts, num_shares=settings.num_shares
+        )
+        if n_plan >= 3
+        else (n_plan, n_plan)
     )
     plan = EvaluationPlan(
         privacy=model_to_dict(model),
@@ -368,9 +420,10 @@ def _plan_for(
         branching=settings.branching,
         score_range=settings.score_range,
         max_examples=selection.max_examples,
-        n_shares=n_ok,
+        n_shares=n_plan,
         min_received=threshold,
         setting=label,
+        cohort_declared=settings.cohort_size is not None,
     )
     if plan.mechanism().placement != "shares":
         # The reconstruction threshold matters only to noise shares; elsewhere it is 1.
@@ -409,6 +462,7 @@ class _Collected:
     secure: bool
     secagg: dict[str, Any] = field(default_factory=dict)
     summed: list[int] | None = None
+    secure_sum: dict[str, Any] = field(default_factory=dict)
 
 
 def _ldp_round(
@@ -432,7 +486,12 @@ def _ldp_round(
     replies, failed, rejected = plain_replies(
         metered, plans, round_no, selection.labels, 0, settings.timeout
     )
-    check_enough_clients(len(replies), settings.min_clients, stage=f"'{plan.setting}' replies")
+    check_enough_clients(
+        len(replies),
+        settings.min_clients,
+        stage=f"'{plan.setting}' replies",
+        count_public=settings.counts.public,
+    )
     parts = plan.sketch.parts
     raw = [np.zeros(part.length, dtype=np.int64) for part in parts]
     n_reports = np.zeros(len(parts), dtype=np.int64)
@@ -465,7 +524,9 @@ def _plain_sum(
         metered, plans, round_no, selection.labels, noise_tail, settings.timeout
     )
     need = max(plan.min_received, settings.min_clients)
-    check_enough_clients(len(replies), need, stage=f"'{plan.setting}' replies")
+    check_enough_clients(
+        len(replies), need, stage=f"'{plan.setting}' replies", count_public=settings.counts.public
+    )
     summed = np.sum([v for v, _ in replies.values()], axis=0).astype(np.int64)
     used = [selection.labels[nid] for nid in sorted(replies)]
     return summed, used, failed, rejected
@@ -493,13 +554,48 @@ def _sum_round(
     selection: _Selection,
     round_no: int,
     settings: ServerSettings,
+    mask_facts: FlwrMaskFacts | None = None,
 ) -> _Collected:
-    """SA or distributed DP: one secure (SecAgg+) or plaintext sum, decoded by the pipeline."""
+    """SA or distributed DP: one secure (SecAgg+) or plaintext sum, decoded by the pipeline.
+
+    A secure sum's receipt states the secure sum
+    (:func:`~fedeval.flower.masks.secure_sum_statement`): the record in
+    ``flower_result.json``, and one sentence at the end of the guarantee.
+
+    Where the number of clients is not public, the release's variance (hence
+    every standard error) is stated for the ``plan.n_shares`` shares of the
+    declared cohort, not for the shares that arrived: at least the threshold
+    and at most the cohort arrive, so the guarantee is the same, the stated
+    variance is an upper bound, and nothing published depends on the count.
+    """
     failed = dict(selection.failed)
     rejected: dict[str, str] = {}
+    counts_public = settings.counts.public
+    statement: dict[str, Any] = {}
+    if settings.secagg and len(selection.usable) < params.reconstruction_threshold:
+        # SecAgg+ would stop anyway; say why before any key is exchanged.
+        raise NotEnoughClientsError(
+            f"'{plan.setting}': fewer usable clients than the SecAgg+ reconstruction threshold "
+            f"{params.reconstruction_threshold} planned from {plan.n_shares} clients with "
+            f"max-dropouts = {settings.max_dropouts}: no sum can be released (clients that "
+            "fail to load their data count against max-dropouts; see the server log)"
+        )
     if settings.secagg:
+        statement = secure_sum_statement(
+            threshold=params.reconstruction_threshold,
+            num_shares=params.num_shares,
+            one_share_epsilon=_one_share_epsilon(plan),
+            facts=mask_facts,
+        )
         summed, used, failures = secure_sum(
-            metered, context, plan, selection.usable, params, round_no, settings.timeout
+            metered,
+            context,
+            plan,
+            selection.usable,
+            params,
+            round_no,
+            settings.timeout,
+            count_public=counts_public,
         )
         for reason in failures:
             who = who_from_reason(reason, selection.labels)
@@ -515,15 +611,34 @@ def _sum_round(
         clip_probability = 0.0
     if plan.mechanism().exact:
         _check_exact_sum(plan, summed, len(used))
+    stated = len(used) if counts_public else plan.n_shares
     return _Collected(
-        tree=decode_sum(plan, summed, len(used), clip_probability=clip_probability),
+        tree=decode_sum(
+            plan,
+            summed,
+            stated,
+            clip_probability=clip_probability,
+            transport=statement.get("summary"),
+        ),
         used=used,
         failed=failed,
         rejected=rejected,
         secure=settings.secagg,
         secagg=params.as_dict(),
         summed=summed.tolist(),
+        secure_sum=statement,
     )
+
+
+def _one_share_epsilon(plan: EvaluationPlan) -> float | None:
+    """ε of one client's noise share seen alone (None without noise, ∞ if none can be stated)."""
+    mech = plan.mechanism()
+    if mech.placement != "shares":
+        return None
+    try:
+        return float(mech.when_received(1).guarantee.epsilon)
+    except ValueError:  # Skellam shares state no guarantee alone
+        return math.inf
 
 
 # ---------------------------------------------------------------- outcome
@@ -542,7 +657,7 @@ def _outcome_record(
     bytes_sent: list[int],
     note: str | None,
 ) -> dict[str, Any]:
-    """One evaluation's entry in ``flower_result.json`` (counts, no client names)."""
+    """One evaluation's entry in ``flower_result.json`` (public counts only, no client names)."""
     record = {
         "privacy": plan.privacy["name"],
         "facts": asdict(facts),
@@ -559,7 +674,12 @@ def _outcome_record(
         "epsilon_spent": ev.epsilon_spent,
         "delta_spent": ev.delta_spent,
         "wall_seconds": wall,
-        "bytes_sent_per_client": float(np.mean(bytes_sent)) if bytes_sent else 0.0,
+        # SecAgg+ messages grow with the number of neighbours: published with the counts.
+        "bytes_sent_per_client": (
+            (float(np.mean(bytes_sent)) if bytes_sent else 0.0)
+            if facts.n_used is not None
+            else None
+        ),
         "roc_auc": ev.roc_auc,
     }
     if note is not None:
@@ -578,6 +698,7 @@ def _evaluate_one(
     settings: ServerSettings,
     rng: np.random.Generator,
     note: str | None,
+    mask_facts: FlwrMaskFacts | None = None,
 ) -> tuple[Evaluation, dict[str, Any]]:
     """Collect, decode and evaluate one planned (and charged) setting."""
     before = dict(metered.sent_by_node)
@@ -585,7 +706,7 @@ def _evaluate_one(
     if params is None:
         got = _ldp_round(metered, plan, selection, round_no, settings, rng)
     else:
-        got = _sum_round(metered, context, plan, params, selection, round_no, settings)
+        got = _sum_round(metered, context, plan, params, selection, round_no, settings, mask_facts)
     wall = time.perf_counter() - start
     spent = got.tree.receipt
     slack = 1 + 1e-9
@@ -598,14 +719,29 @@ def _evaluate_one(
             f"'{plan.setting}': the release spends ε={spent.epsilon_spent:.4g}, "
             f"δ={spent.delta_spent:.3g}, more than the run charged for it; nothing is released"
         )
+    counts = settings.counts
+    public = counts.public
     facts = RunFacts(
-        n_selected=len(selection.nodes),
-        n_used=len(got.used),
-        n_failed=len(got.failed),
-        n_rejected=len(got.rejected),
+        n_selected=len(selection.nodes) if public else None,
+        n_used=len(got.used) if public else None,
+        n_failed=len(got.failed) if public else None,
+        n_rejected=len(got.rejected) if public else None,
         secure_aggregation=got.secure,
         secagg=got.secagg,
+        counts=counts.statement,
+        secure_sum=got.secure_sum,
     )
+    if counts.cohort_size is not None:
+        n_clients: int | None = counts.cohort_size
+        n_clients_source = (
+            f"cohort-size = {counts.cohort_size}, declared public by the operator (used as "
+            "given, not checked against the clients that took part)"
+        )
+    elif public:
+        n_clients = len(got.used)
+        n_clients_source = "the number of clients whose replies are in the release (public)"
+    else:  # check_run requires a cohort size here; stated for completeness
+        n_clients, n_clients_source = None, counts.statement
     ev = build_evaluation(
         got.tree,
         plan,
@@ -616,23 +752,29 @@ def _evaluate_one(
         height_planned=settings.height is None,
         seed=uniform_seed(rng),
         facts=facts,
+        n_clients=n_clients,
+        n_clients_source=n_clients_source,
     )
     bytes_sent = [
         metered.sent_by_node.get(nid, 0) - before.get(nid, 0)
         for nid in selection.usable
         if selection.labels[nid] in got.used
     ]
-    log.info(
-        "fedeval: %s: %d of %d clients used, %d failed (%s), %d rejected (%s), %.2fs",
-        plan.setting,
-        len(got.used),
-        len(selection.nodes),
-        len(got.failed),
-        "; ".join(sorted(got.failed)) or "none",
-        len(got.rejected),
-        "; ".join(sorted(got.rejected)) or "none",
-        wall,
-    )
+    if public:
+        log.info(
+            "fedeval: %s: %d of %d clients used, %d failed (%s), %d rejected (%s), %.2fs",
+            plan.setting,
+            len(got.used),
+            len(selection.nodes),
+            len(got.failed),
+            "; ".join(sorted(got.failed)) or "none",
+            len(got.rejected),
+            "; ".join(sorted(got.rejected)) or "none",
+            wall,
+        )
+    else:
+        # Each failure was logged, by name, as it happened; no totals.
+        log.info("fedeval: %s: released (client counts not public), %.2fs", plan.setting, wall)
     return ev, _outcome_record(plan, got, facts, ev, wall, bytes_sent, note)
 
 
@@ -673,18 +815,23 @@ def run_evaluations(grid: Grid, context: Context, settings: ServerSettings) -> d
     mixed = any(m.exact for m in charged.values()) and not all(m.exact for m in charged.values())
     if mixed:
         log.warning("fedeval: %s", EXACT_NOTE)
+    # What the installed flwr's own mask generator does, for the receipts (it is replaced).
+    mask_facts = probe_flwr_masks() if settings.secure_sums else None
     evaluations: dict[str, Evaluation] = {}
     outcomes: dict[str, dict[str, Any]] = {}
     for round_no, (plan, q) in enumerate(zip(plans, params, strict=True), start=1):
         mech = charged[plan.setting]
         note = EXACT_NOTE if mixed and not mech.exact else None
         ev, record = _evaluate_one(
-            plan, q, mech, round_no, metered, context, selection, settings, rng, note
+            plan, q, mech, round_no, metered, context, selection, settings, rng, note, mask_facts
         )
         evaluations[plan.setting] = ev
         outcomes[plan.setting] = record
+    counts = settings.counts
     result = {
-        "n_nodes": len(selection.nodes),
+        "n_nodes": len(selection.nodes) if counts.public else None,
+        "cohort_size": {"value": counts.cohort_size, "declared": counts.cohort_size is not None},
+        "counts": counts.statement,
         "describe_seconds": selection.describe_seconds,
         "max_examples_per_client": {
             "value": selection.max_examples,

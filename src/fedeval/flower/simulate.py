@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fedeval.cli import add_flower_sim_arguments  # defined there: --help imports nothing heavy
+from fedeval.cli_common import add_flower_sim_arguments  # shared with cli: --help imports no flwr
 from fedeval.data import Federation
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.sampling import assign_groups, uniform_seed
@@ -189,6 +189,7 @@ def simulate(
     rng: RNGLike = None,
     client_seed: int | None = None,
     max_examples_per_client: int | None = None,
+    cohort_size: int | None = None,
     **server_options: Any,
 ) -> dict[str, Any]:
     """Evaluate ``fed`` on ``n_clients`` simulated Flower clients.
@@ -215,6 +216,14 @@ def simulate(
         The public bound on one client's examples (every client keeps at most
         that many, at random). Required under DP; secure aggregation alone
         takes the largest size the clients declare when it is not given.
+    cohort_size : int, optional
+        The number of clients the server selects, declared public: the height,
+        the SecAgg+ parameters and the noise shares are planned from it and it
+        is published as given, while the numbers of clients that took part are
+        published only where the privacy model makes them public. Default:
+        ``n_clients``, the simulated cohort, which the caller chose (it is a
+        setting, not a fact of the data); 0 declares none (then a DP setting
+        under which the number of clients is not public is refused).
     **server_options
         ServerApp settings with underscores for dashes (``epsilon=1.0``,
         ``height=6``, ``max_dropouts=1``, ``secagg=False``,
@@ -251,6 +260,7 @@ def simulate(
         "score-min": lo,
         "score-max": hi,
         "max-examples-per-client": int(max_examples_per_client or 0),
+        "cohort-size": int(n_clients if cohort_size is None else cohort_size),
         "out-dir": str(out_dir),
         "seed": uniform_seed(gen),
     }
@@ -325,20 +335,12 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, default=float))
         return 0
-    from fedeval.cli import describe_facts, public_facts
+    from fedeval.cli_common import public_facts
 
     models = [_model_of(p, args) for p in args.privacy]
-    print(
-        f"{describe_facts(public_facts(fed, models))}\nFlower simulation with {args.clients} clients"
-    )
+    print(_input_line(public_facts(fed, models), args))
     for name, ev in result["evaluations"].items():
-        facts = ev["facts"]
-        print(
-            f"{name:>16}: ROC AUC {ev['roc_auc']:.4f}  clients used {facts['n_used']}/"
-            f"{facts['n_selected']}  failed {facts['n_failed']}  rejected "
-            f"{facts['n_rejected']}  {ev['wall_seconds']:.2f}s  "
-            f"{ev['bytes_sent_per_client']:.0f} B/client"
-        )
+        print(f"{name:>16}: ROC AUC {ev['roc_auc']:.4f}  {_counts_text(ev)}")
         print(f"{'':>18}{ev['guarantee']}")
         if "note" in ev:
             print(f"{'':>18}note: {ev['note']}")
@@ -354,6 +356,36 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
     print("(failed or rejected clients are named in the server log, not in the result)")
     print(f"\nreport: {Path(args.out) / 'report.html'}")
     return 0
+
+
+def _input_line(facts: Mapping[str, Any], args: argparse.Namespace) -> str:
+    """What ``flower-sim`` ran on: the file (public facts only) and the simulated cohort.
+
+    The file's own clients (one per row without ``--client``) are not the Flower
+    clients: its rows, or its clients, are split over ``--clients`` simulated
+    clients, the cohort the command declares public.
+    """
+    lo, hi = facts["score_range"]
+    m = facts["n_examples"]
+    examples = f"{m:,} examples" if m is not None else "number of examples not public"
+    parts = "its rows" if args.client is None else f"its clients (column {args.client!r})"
+    return (
+        f"input: {facts['kind']} task, {examples}, score domain [{lo:g}, {hi:g}]\n"
+        f"Flower simulation: {parts} split over {args.clients} simulated clients "
+        "(the cohort size, declared public)"
+    )
+
+
+def _counts_text(ev: Mapping[str, Any]) -> str:
+    """One evaluation's client counts, timing and bytes, where the counts are public."""
+    facts = ev["facts"]
+    timing = f"{ev['wall_seconds']:.2f}s"
+    if facts["n_used"] is None:
+        return f"clients used, failed and rejected: not public under this model  {timing}"
+    return (
+        f"clients used {facts['n_used']}/{facts['n_selected']}  failed {facts['n_failed']}  "
+        f"rejected {facts['n_rejected']}  {timing}  {ev['bytes_sent_per_client']:.0f} B/client"
+    )
 
 
 _RAW_KEYS = ("released_sum", "released_levels")

@@ -29,7 +29,8 @@ from flwr.server.workflow.constant import Key as WorkflowKey
 from flwr.serverapp import Grid
 from numpy.typing import NDArray
 
-from fedeval.flower.client_app import DESCRIBE, INFO_KEY, REPORT, VECTOR_KEY
+from fedeval.flower.client_app import DESCRIBE, INFO_KEY, MASK_KEY, REPORT, VECTOR_KEY
+from fedeval.flower.masks import MASK_GENERATOR, install_mask_generator, mask_generator_installed
 from fedeval.flower.plan import PLAN_KEY, EvaluationPlan
 from fedeval.flower.replies import (
     NotEnoughClientsError,
@@ -148,8 +149,20 @@ def secure_sum(
     params: SecAggParameters,
     round_no: int,
     timeout: float | None,
+    *,
+    count_public: bool = True,
 ) -> tuple[NDArray[np.int64], list[str], list[str]]:
-    """Run one SecAgg+ round; return (exact integer sum, clients used, failures)."""
+    """Run one SecAgg+ round; return (exact integer sum, clients used, failures).
+
+    Where the number of clients is not public (``count_public`` False), flwr's
+    own log lines that state how many clients were sampled and replied are
+    dropped, and an error does not state the number of clients either (each
+    failure is in the server log, by name).
+    """
+    # Clients expand masks with fedeval's generator (their mod installs it): so must we.
+    install_mask_generator()
+    if not mask_generator_installed():
+        raise RuntimeError("fedeval's SecAgg+ mask generator is not installed; no sum is run")
     config = {PLAN_KEY: plan.to_json(), "fedeval-round": round_no}
     strategy = SumStrategy(grid._grid, node_ids, config)
     legacy = LegacyContext(context, config=ServerConfig(num_rounds=1), strategy=strategy)
@@ -166,12 +179,27 @@ def secure_sum(
         modulus_range=params.modulus_range,
         timeout=timeout,
     )
-    workflow(cast(Any, grid), legacy)  # MeteredGrid stands in for the Grid
+    flwr_log = logging.getLogger("flwr")
+    quiet = None if count_public else _NoClientCounts()
+    if quiet is not None:
+        flwr_log.addFilter(quiet)
+    try:
+        workflow(cast(Any, grid), legacy)  # MeteredGrid stands in for the Grid
+    finally:
+        if quiet is not None:
+            flwr_log.removeFilter(quiet)
     if strategy.mean is None:
+        for reason in strategy.failures:
+            log.warning("fedeval: '%s': SecAgg+ failure: %s", plan.setting, reason)
+        which = (
+            f"of {len(node_ids)} clients completed. Failures: "
+            f"{'; '.join(strategy.failures) or 'none reported'}"
+            if count_public
+            else "of the selected clients completed (their failures are in the server log)"
+        )
         raise NotEnoughClientsError(
             f"SecAgg+ stopped for '{plan.setting}': fewer than the reconstruction threshold "
-            f"({params.reconstruction_threshold}) of {len(node_ids)} clients completed. "
-            f"Failures: {'; '.join(strategy.failures) or 'none reported'}"
+            f"({params.reconstruction_threshold}) {which}"
         )
     n_used = len(strategy.used)
     total = strategy.mean * n_used
@@ -181,6 +209,21 @@ def secure_sum(
             "SecAgg+ returned a non-integer sum: the integer-exact configuration was violated"
         )
     return summed.astype(np.int64), strategy.used, strategy.failures
+
+
+class _NoClientCounts(logging.Filter):
+    """Drop flwr's log lines that fill in a number of clients or nodes.
+
+    SecAgg+ logs how many clients it sampled, heard from and aggregated
+    ("configure_fit: strategy sampled %s clients", "[Stage 2] ... from %s
+    clients", "aggregate_fit: received %s results and %s failures"); lines
+    without such an argument pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg).lower()
+        counted = ("client", "node", "results and")
+        return not (record.args and any(word in text for word in counted))
 
 
 def plain_replies(
@@ -253,7 +296,12 @@ def wait_for_nodes(grid: Grid, expected: int, wait: float) -> list[int]:
 
 
 def describe_nodes(
-    grid: MeteredGrid, node_ids: list[int], declare_sizes: bool, timeout: float | None
+    grid: MeteredGrid,
+    node_ids: list[int],
+    declare_sizes: bool,
+    timeout: float | None,
+    *,
+    secure_sums: bool = False,
 ) -> tuple[dict[int, str], dict[int, int], dict[str, str]]:
     """Ask every node to load its data (``query.describe``).
 
@@ -263,6 +311,10 @@ def describe_nodes(
         Ask every client for its size: only for a run of secure aggregation
         alone without a declared bound. Otherwise a client replies with its
         label and nothing about its size.
+    secure_sums : bool
+        The run has SecAgg+ rounds: a client that does not state fedeval's
+        mask generator (:data:`~fedeval.flower.masks.MASK_GENERATOR`) would
+        make the sum meaningless, so it fails here.
 
     Returns
     -------
@@ -295,6 +347,15 @@ def describe_nodes(
             log.warning("fedeval: node %s failed: %s", nid, reason)
             continue
         info = r.content.config_records[INFO_KEY]
+        stated = str(info.get(MASK_KEY, "flwr's own (no generator stated)"))
+        if secure_sums and stated != MASK_GENERATOR:
+            who = str(info["client"])
+            failed[who] = (
+                f"expands SecAgg+ masks with {stated}, the server with {MASK_GENERATOR}: "
+                "not used (update fedeval on the client)"
+            )
+            log.warning("fedeval: %s: %s", who, failed[who])
+            continue
         labels[nid] = str(info["client"])
         if declare_sizes:
             sizes[nid] = int(str(info["n-examples"]))

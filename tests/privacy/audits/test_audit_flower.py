@@ -156,11 +156,19 @@ def test_audit_catches_a_plan_whose_model_lacks_the_bound() -> None:
 def test_plaintext_distdp_is_refused_unless_allowed() -> None:
     model = fe.DistributedDP(EPSILON)
     with pytest.raises(ValueError, match="allow-plaintext-shares"):
-        check_run((model,), max_examples=1, secagg=False)
-    check_run((model,), max_examples=1, secagg=False, allow_plaintext_shares=True)
+        check_run((model,), max_examples=1, secagg=False, cohort_size=N_CLIENTS)
+    check_run(
+        (model,), max_examples=1, secagg=False, allow_plaintext_shares=True, cohort_size=N_CLIENTS
+    )
     skellam = fe.DistributedDP(EPSILON, noise="skellam", delta=1e-6)
     with pytest.raises(ValueError, match="Skellam"):
-        check_run((skellam,), max_examples=1, secagg=False, allow_plaintext_shares=True)
+        check_run(
+            (skellam,),
+            max_examples=1,
+            secagg=False,
+            allow_plaintext_shares=True,
+            cohort_size=N_CLIENTS,
+        )
 
 
 def _one_reply(bound: int, extra: bool, plan: EvaluationPlan):
