@@ -78,7 +78,7 @@ def test_public_names_load_lazily_and_all_resolve() -> None:
         "print(before, missing, fe.evaluate.__module__, 'evaluate' in dir(fe))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[] [] fedeval.evaluation True"
+    assert out.stdout.strip() == "[] [] fedeval.entry_points True"
     import fedeval
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
