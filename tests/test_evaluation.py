@@ -379,3 +379,25 @@ def test_quantile_curve_options_with_the_dense_curve_are_refused(option) -> None
     # The same option with the quantile curve is used.
     ev = fe.evaluate(fed, fe.SecureAggregation(), height=4, curve="quantile", **option)
     assert ev.parameters[name] == option[name]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_repr_is_one_short_line_without_arrays() -> None:
+    rng = np.random.default_rng(5)
+    y = (rng.random(3000) < 0.4).astype(int)
+    s = np.clip(rng.normal(0.4 + 0.25 * y, 0.15), 0, 1)
+    fed = fe.Federation.from_arrays(s, y)
+    for privacy in (fe.SecureAggregation(), fe.DistributedDP(epsilon=1.0)):
+        ev = fe.evaluate(fed, privacy, rng=1)
+        text = repr(ev)
+        assert "\n" not in text and len(text) <= 160, text
+        assert "[" not in text and "array" not in text
+        assert text.startswith(f"Evaluation(roc_auc={ev.roc_auc:.4f} ± ")
+        assert f"average_precision={ev.average_precision:.4f}" in text
+        assert "n_classes=2" in text
+    assert "ε=1, unit='example'" in text and f"± {ev.roc_auc_se:.2g}" in text
+    summary = ev.summary()
+    assert summary["guarantee_line"] == ev.guarantee_line
+    assert ev.guarantee_line == ev.receipt.guarantee_line and len(ev.guarantee_line) <= 120
+    assert "2 releases" in ev.guarantee_line  # the planning count, then the hierarchy
+    assert len(ev.guarantee_details) > 600 and ev.guarantee_details == str(ev.guarantee)

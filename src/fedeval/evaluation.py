@@ -56,7 +56,13 @@ from fedeval.planning import Plan, plan
 from fedeval.postprocess.bootstrap import bootstrap_values
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.privacy.receipt import Receipt, ReceiptAccessors, compose
+from fedeval.privacy.receipt import (
+    Receipt,
+    ReceiptAccessors,
+    compose,
+    format_estimate,
+    privacy_fields,
+)
 from fedeval.privacy.sampling import uniform_seed
 from fedeval.public_facts import Public, planning_size
 from fedeval.randomness import RNGLike, as_generator
@@ -139,6 +145,23 @@ class Evaluation(ReceiptAccessors):
         if self._method == "dense":
             return self.counts.defined
         return _defined(self.tree)
+
+    def __repr__(self) -> str:
+        """One line: the AUC and AP with their standard errors, ε, the unit; no arrays.
+
+        A standard error that needs the bootstrap (``standard_errors="bootstrap"``)
+        is shown only once computed, so that ``repr`` stays instant.
+        """
+        cheap = self._closed_form and self._method == "dense"
+        auc_se = self.roc_auc_se if cheap or "roc_auc_se" in self.__dict__ else None
+        ap_se = (
+            self.average_precision_se if cheap or "average_precision_se" in self.__dict__ else None
+        )
+        return (
+            f"Evaluation(roc_auc={format_estimate(self.roc_auc, auc_se)}, "
+            f"average_precision={format_estimate(self.average_precision, ap_se)}, "
+            f"{privacy_fields(self.guarantee, self.epsilon_spent)}, n_classes=2)"
+        )
 
     # ---------------------------------------------------------- the metrics
     @property
@@ -373,6 +396,7 @@ class Evaluation(ReceiptAccessors):
             "delta_spent": self.delta_spent,
             "privacy": self.tree.privacy,
             "guarantee": str(self.tree.guarantee),
+            "guarantee_line": self.guarantee_line,
             "receipt": self.receipt.as_dict(),
             "parameters": dict(self.parameters),
         }
