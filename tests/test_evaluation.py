@@ -402,3 +402,57 @@ def test_pr_band_is_nan_when_no_threshold_has_a_defined_precision() -> None:
         assert np.isnan(precision).all()
         grid, lo, hi = ev.pr_band()
     assert grid.shape == lo.shape == hi.shape and np.isnan(lo).all() and np.isnan(hi).all()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_repr_is_one_short_line_without_arrays() -> None:
+    rng = np.random.default_rng(5)
+    y = (rng.random(3000) < 0.4).astype(int)
+    s = np.clip(rng.normal(0.4 + 0.25 * y, 0.15), 0, 1)
+    fed = fe.Federation.from_arrays(s, y)
+    for privacy in (fe.SecureAggregation(), fe.DistributedDP(epsilon=1.0)):
+        ev = fe.evaluate(fed, privacy, rng=1)
+        text = repr(ev)
+        assert "\n" not in text and len(text) <= 160, text
+        assert "[" not in text and "array" not in text
+        assert text.startswith(f"Evaluation(roc_auc={ev.roc_auc:.4f} ± ")
+        assert f"average_precision={ev.average_precision:.4f}" in text
+        assert "n_classes=2" in text
+    assert "ε=1, unit='example'" in text and f"± {ev.roc_auc_se:.2g}" in text
+    summary = ev.summary()
+    assert summary["guarantee_line"] == ev.guarantee_line
+    assert ev.guarantee_line == ev.receipt.guarantee_line and len(ev.guarantee_line) <= 120
+    assert "2 releases" in ev.guarantee_line  # the planning count, then the hierarchy
+    assert len(ev.guarantee_details) > 600 and ev.guarantee_details == str(ev.guarantee)
+
+
+def test_mcclish_partial_auc_worked_examples() -> None:
+    from fedeval.metrics.auc import mcclish_partial_auc
+
+    # A perfect ranking reaches TPR 1 at FPR 0: standardised partial AUC 1 for every max_fpr.
+    assert mcclish_partial_auc([0, 0, 1], [0, 1, 1], max_fpr=0.2) == pytest.approx(1.0)
+    # The chance diagonal: partial area m²/2 = the minimum, standardised to 0.5.
+    assert mcclish_partial_auc([0, 1], [0, 1], max_fpr=0.3) == pytest.approx(0.5)
+    # The curve (0,0)→(0.5,1)→(1,1) up to 0.25 is TPR = 2·FPR: A = ½·0.25·0.5 = 0.0625,
+    # A_min = 0.25²/2 = 0.03125, A_max = 0.25 → ½(1 + 0.03125/0.21875) = ½(1 + 1/7) = 4/7.
+    assert mcclish_partial_auc([0, 0.5, 1], [0, 1, 1], max_fpr=0.25) == pytest.approx(4 / 7)
+    assert math.isnan(mcclish_partial_auc([np.nan], [np.nan], max_fpr=0.5))
+    for bad in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="max_fpr"):
+            mcclish_partial_auc([0, 1], [0, 1], max_fpr=bad)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_partial_auc_under_dp_stays_in_range_near_the_exact_value() -> None:
+    rng = np.random.default_rng(8)
+    y = (rng.random(4000) < 0.3).astype(int)
+    s = 1 / (1 + np.exp(-(rng.normal(0, 1, y.size) + 2.0 * (y - 0.5))))
+    fed = fe.Federation.from_arrays(s, y)
+    exact = roc_auc_score(y, s, max_fpr=0.2)
+    for seed in range(3):
+        ev = fe.evaluate(fed, fe.DistributedDP(epsilon=0.5), rng=seed)
+        value = ev.partial_roc_auc(0.2)
+        assert 0.0 <= value <= 1.0 and abs(value - exact) < 0.1
+    assert ev.partial_roc_auc(1.0) == pytest.approx(ev.roc_auc, abs=1e-9)
+    with pytest.raises(ValueError, match="max_fpr"):
+        ev.partial_roc_auc(0.0)

@@ -388,3 +388,14 @@ def test_plan_multiclass_from_public_inputs() -> None:
     assert auc.predicted_error["roc_auc"] < small.predicted_error["roc_auc"]
     ldp = fe.plan_multiclass(fe.LocalDP(5.0), n_classes=10, n_clients=100, metrics=["accuracy"])
     assert ldp.weights is None and ldp.kinds == ("rank",)
+
+
+def test_repr_is_one_short_line_without_arrays() -> None:
+    p, y = _probs(1500, 3, 9)
+    ev = fe.evaluate(fe.Federation.from_arrays(p, y, kind="probabilities"), fe.SecureAggregation())
+    text = repr(ev)
+    assert "\n" not in text and len(text) <= 160 and "[" not in text, text
+    assert text.startswith(f"MulticlassEvaluation(accuracy={ev.accuracy:.4f}")
+    assert "n_classes=3" in text and "unit='none'" in text
+    ev.standard_errors  # noqa: B018 - once computed, the repr shows them
+    assert f"roc_auc={ev.roc_auc:.4f} ± 0" in repr(ev)

@@ -39,9 +39,6 @@ EXEMPT: dict[str, str] = {
     "entry_points.py": (
         "fe.evaluate's dispatch: tested through tests/test_evaluation.py and tests/test_slicing.py"
     ),
-    "metrics/binned_calibration.py": (
-        "per-slice calibration error: tested through tests/reference/test_compare_slices_vs_sklearn.py"
-    ),
     "metrics/paired.py": ("paired differences: tested through tests/test_comparison.py"),
     "report/compare_report.py": (
         "the comparison page: tested through tests/report/test_report_in_browser.py and tests/cli/test_cli_compare_slices.py"

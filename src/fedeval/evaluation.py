@@ -30,7 +30,16 @@ from numpy.typing import NDArray
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation, Scan
 from fedeval.exceptions import SmallDataWarning
-from fedeval.metrics.auc import BucketStrategy, roc_auc_score
+from fedeval.metrics.auc import BucketStrategy, mcclish_partial_auc, roc_auc_score
+from fedeval.metrics.binned_calibration import (
+    BinnedCalibrationError,
+    BinnedScore,
+    binned_brier_score,
+    binned_calibration_error,
+    binned_log_loss,
+    binned_reliability_curve,
+    check_probability_scores,
+)
 from fedeval.metrics.confusion import ThresholdMetrics, threshold_metrics
 from fedeval.metrics.dense import (
     RARE_CLASS_EXAMPLES,
@@ -56,7 +65,13 @@ from fedeval.planning import Plan, plan
 from fedeval.postprocess.bootstrap import bootstrap_values
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.privacy.receipt import Receipt, ReceiptAccessors, compose
+from fedeval.privacy.receipt import (
+    Receipt,
+    ReceiptAccessors,
+    compose,
+    format_estimate,
+    privacy_fields,
+)
 from fedeval.privacy.sampling import uniform_seed
 from fedeval.public_facts import Public, planning_size
 from fedeval.randomness import RNGLike, as_generator
@@ -139,6 +154,23 @@ class Evaluation(ReceiptAccessors):
         if self._method == "dense":
             return self.counts.defined
         return _defined(self.tree)
+
+    def __repr__(self) -> str:
+        """One line: the AUC and AP with their standard errors, ε, the unit; no arrays.
+
+        A standard error that needs the bootstrap (``standard_errors="bootstrap"``)
+        is shown only once computed, so that ``repr`` stays instant.
+        """
+        cheap = self._closed_form and self._method == "dense"
+        auc_se = self.roc_auc_se if cheap or "roc_auc_se" in self.__dict__ else None
+        ap_se = (
+            self.average_precision_se if cheap or "average_precision_se" in self.__dict__ else None
+        )
+        return (
+            f"Evaluation(roc_auc={format_estimate(self.roc_auc, auc_se)}, "
+            f"average_precision={format_estimate(self.average_precision, ap_se)}, "
+            f"{privacy_fields(self.guarantee, self.epsilon_spent)}, n_classes=2)"
+        )
 
     # ---------------------------------------------------------- the metrics
     @property
@@ -351,6 +383,200 @@ class Evaluation(ReceiptAccessors):
         z = _z(level)
         return grid, np.clip(centre - z * se, 0.0, 1.0), np.clip(centre + z * se, 0.0, 1.0)
 
+    def partial_roc_auc(self, max_fpr: float) -> float:
+        """McClish-standardised partial ROC AUC up to ``max_fpr``, as ``roc_auc_score(max_fpr=...)``.
+
+        Computed from :meth:`roc_curve` by
+        :func:`fedeval.metrics.auc.mcclish_partial_auc`: post-processing of the
+        release, no privacy cost.
+
+        Parameters
+        ----------
+        max_fpr : float
+            In (0, 1]; 1 gives the full AUC of :meth:`roc_curve`.
+
+        Returns
+        -------
+        float
+            In [0, 1] (clipped: a noisy curve may leave the range); 0.5 is chance.
+            NaN when the release is not :attr:`defined`.
+
+        Raises
+        ------
+        ValueError
+            ``max_fpr`` outside (0, 1].
+
+        Notes
+        -----
+        Binning error: the released curve joins the points at the bin edges of
+        its level by straight lines, and the examples' staircase lies in each
+        bin's rectangle. The partial area is therefore within
+        ``roc_auc_bucketization_bound`` (½ Σ p_i n_i / PN) plus half of the
+        largest rectangle cut by ``max_fpr`` (together at most twice the bound)
+        of the examples', and the standardised value within
+        ``2 · roc_auc_bucketization_bound · ½ / (max_fpr − max_fpr²/2)``
+        under secure aggregation.
+        """
+        m = float(max_fpr)
+        if not 0.0 < m <= 1.0:
+            raise ValueError(f"max_fpr must lie in (0, 1], got {max_fpr!r}")
+        fpr, tpr, _ = self.roc_curve()
+        return mcclish_partial_auc(fpr, tpr, max_fpr=m)
+
+    # ------------------------------------------------------------ calibration
+    def _probability_tree(self) -> HierarchicalHistogram:
+        check_probability_scores(self.tree)
+        return self.tree
+
+    def calibration_error(self, *, n_bins: int | None = None) -> BinnedCalibrationError:
+        """Binned expected calibration error with its privacy and sampling standard errors.
+
+        See :func:`fedeval.metrics.binned_calibration.binned_calibration_error`.
+
+        Parameters
+        ----------
+        n_bins : int, optional
+            Equal-width bins of [0, 1]; default the first level of the release with
+            at least 10 nodes (16 bins for a binary tree), whose bins are exact
+            unions of leaves.
+
+        Returns
+        -------
+        BinnedCalibrationError
+
+        Raises
+        ------
+        ValueError
+            The score domain is not [0, 1] (scores must be probabilities).
+        """
+        return binned_calibration_error(self._probability_tree(), n_bins=n_bins)
+
+    def expected_calibration_error(self, *, n_bins: int | None = None) -> float:
+        """Binned ECE, Σ_j (n_j/n)·|observed_j − predicted_j|, from the released hierarchy.
+
+        Post-processing, no privacy cost; the uncertainty is in
+        :meth:`calibration_error`. A leaf that straddles a bin edge goes to the
+        bin of its midpoint (exact when ``n_bins`` is a power of the branching).
+
+        Parameters
+        ----------
+        n_bins : int, optional
+            As in :meth:`calibration_error`.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ValueError
+            The score domain is not [0, 1].
+        """
+        return self.calibration_error(n_bins=n_bins).estimate
+
+    @property
+    def ece(self) -> float:
+        """:meth:`expected_calibration_error` with its default bins."""
+        return self.expected_calibration_error()
+
+    @property
+    def ece_se(self) -> float:
+        """Standard error of :attr:`ece` (privacy noise and sampling of labels, combined)."""
+        return self.calibration_error().se
+
+    @cached_property
+    def _brier(self) -> BinnedScore:
+        return binned_brier_score(self._probability_tree())
+
+    @cached_property
+    def _log_loss(self) -> BinnedScore:
+        return binned_log_loss(self._probability_tree())
+
+    def brier_score(self) -> float:
+        """Brier score, mean (s − y)², every example read at its leaf's midpoint.
+
+        Post-processing, no privacy cost. Within the leaf width
+        (:attr:`brier_binning_bound`) of ``sklearn.metrics.brier_score_loss``
+        under secure aggregation; see
+        :func:`fedeval.metrics.binned_calibration.binned_brier_score`.
+
+        Returns
+        -------
+        float
+            In [0, 1] (clipped under noise); NaN when the released total is not positive.
+
+        Raises
+        ------
+        ValueError
+            The score domain is not [0, 1].
+        """
+        return self._brier.estimate
+
+    @property
+    def brier(self) -> float:
+        """:meth:`brier_score`."""
+        return self.brier_score()
+
+    @property
+    def brier_se(self) -> float:
+        """Standard error of :attr:`brier` from the privacy noise (0 without DP)."""
+        return self._brier.privacy_se
+
+    @property
+    def brier_binning_bound(self) -> float:
+        """Largest move of the Brier score from reading scores at leaf midpoints (the leaf width)."""
+        return self._brier.binning_bound
+
+    @property
+    def log_loss(self) -> float:
+        """Log loss (cross-entropy), every example at its leaf's midpoint, probabilities
+        clipped to [eps, 1 − eps] as ``sklearn.metrics.log_loss``.
+
+        Post-processing, no privacy cost; within :attr:`log_loss_binning_bound`
+        of the examples' log loss under secure aggregation (see
+        :func:`fedeval.metrics.binned_calibration.binned_log_loss`).
+
+        Raises
+        ------
+        ValueError
+            The score domain is not [0, 1].
+        """
+        return self._log_loss.estimate
+
+    @property
+    def log_loss_se(self) -> float:
+        """Standard error of :attr:`log_loss` from the privacy noise (0 without DP)."""
+        return self._log_loss.privacy_se
+
+    @property
+    def log_loss_binning_bound(self) -> float:
+        """Largest move of the log loss from reading scores at leaf midpoints (released counts)."""
+        return self._log_loss.binning_bound
+
+    def reliability_curve(self, n_bins: int = 5) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(prob_true, prob_pred) per bin, as ``sklearn.calibration.calibration_curve``.
+
+        Post-processing of the release, no privacy cost; see
+        :func:`fedeval.metrics.binned_calibration.binned_reliability_curve`.
+
+        Parameters
+        ----------
+        n_bins : int
+            Equal-width bins of [0, 1] (sklearn's default strategy and default 5).
+
+        Returns
+        -------
+        prob_true, prob_pred : ndarray, shape (k,)
+            Observed frequency and mean prediction of the bins with a positive
+            released count (k ≤ ``n_bins``).
+
+        Raises
+        ------
+        ValueError
+            The score domain is not [0, 1], or ``n_bins`` < 1.
+        """
+        return binned_reliability_curve(self._probability_tree(), n_bins=n_bins)
+
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
         """Precision, recall, FPR and accuracy of ``score >= threshold``, with standard errors."""
@@ -373,6 +599,7 @@ class Evaluation(ReceiptAccessors):
             "delta_spent": self.delta_spent,
             "privacy": self.tree.privacy,
             "guarantee": str(self.tree.guarantee),
+            "guarantee_line": self.guarantee_line,
             "receipt": self.receipt.as_dict(),
             "parameters": dict(self.parameters),
         }

@@ -149,7 +149,13 @@ from fedeval.postprocess.bootstrap import replicate_around
 from fedeval.postprocess.tables import combine, project_table, project_to_total
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
-from fedeval.privacy.receipt import Receipt, ReceiptAccessors, compose
+from fedeval.privacy.receipt import (
+    Receipt,
+    ReceiptAccessors,
+    compose,
+    format_estimate,
+    privacy_fields,
+)
 from fedeval.privacy.sampling import uniform_seed
 from fedeval.privacy.sensitivity import Layout
 from fedeval.public_facts import Public, planning_size
@@ -811,6 +817,27 @@ class MulticlassEvaluation(ReceiptAccessors):
     plan: MulticlassPlan | None = field(default=None, repr=False)
     bootstrap_replicates: int = BIAS_REPLICATES
     _bootstrap_seed: int = field(default=0, repr=False)
+
+    def __repr__(self) -> str:
+        """One line: accuracy (and the macro AUC once computed), ε, the unit; no arrays.
+
+        The AUCs and every standard error need the bootstrap of step 7, so they
+        are shown only once computed: ``repr`` stays instant.
+        """
+        ses = self.__dict__.get("standard_errors")
+        fields = []
+        for key in ("accuracy", "roc_auc"):
+            try:
+                if key == "roc_auc" and "_aucs" not in self.__dict__:
+                    continue
+                value = float(self._value(key))
+            except ValueError:  # that part was not released (metrics=...)
+                continue
+            se = None if ses is None else float(ses.get(key, math.nan))
+            fields.append(f"{key}={format_estimate(value, se)}")
+        fields.append(privacy_fields(self.guarantee, self.epsilon_spent))
+        fields.append(f"n_classes={self.n_classes}")
+        return f"MulticlassEvaluation({', '.join(fields)})"
 
     # --------------------------------------------------------------- privacy
     @property

@@ -15,7 +15,14 @@ import pytest
 
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
-from fedeval.privacy.receipt import SCOPE_ONE_RELEASE, Receipt, compose, entry_as_dict
+from fedeval.privacy.receipt import (
+    GUARANTEE_LINE_WIDTH,
+    SCOPE_ONE_RELEASE,
+    Receipt,
+    compose,
+    entry_as_dict,
+    short_model,
+)
 
 
 def dp_receipt(epsilon: float, *, randomness: str = "fresh OS entropy") -> Receipt:
@@ -73,3 +80,42 @@ def test_composing_exact_releases_stays_exact() -> None:
     exact = Receipt("secure aggregation", Guarantee.none("exact sums"))
     out = compose([exact, exact], "two sums")
     assert not out.guarantee.is_private and out.epsilon_spent == 0.0
+
+
+def test_the_guarantee_line_is_one_short_line_and_the_details_keep_the_paragraph() -> None:
+    long_statement = "Pólya difference shares calibrated so that all of them sum... " * 12
+    g = Guarantee(1.0, 0.0, "example", long_statement, "add_remove", ("the score domain",))
+    part = Receipt("distributed DP (polya shares, ε=0.05 per example)", g, releases=1)
+    rest = Receipt("distributed DP (polya shares, ε=0.95 per example)", g, releases=1)
+    both = compose([part, rest], "binary evaluation")
+    line = both.guarantee_line
+    assert (
+        line == "(ε=2, δ=0)-DP per example (add/remove), distributed DP (polya shares), 2 releases"
+    )
+    assert len(line) <= GUARANTEE_LINE_WIDTH and "\n" not in line
+    assert len(both.guarantee_details) > 600 and both.guarantee_details == str(both.guarantee)
+    assert Receipt.from_dict(json.loads(json.dumps(both.as_dict()))).releases == 2
+
+
+def test_the_guarantee_line_states_replace_delta_and_no_dp() -> None:
+    line = dp_receipt(0.5).guarantee_line
+    assert line.startswith("(ε=0.5, δ=1e-07)-DP per client (replace), distributed DP, 1 release")
+    exact = Receipt(
+        "secure aggregation (exact sums, no differential privacy)", Guarantee.none("exact sums")
+    )
+    assert exact.guarantee_line == "no differential privacy (secure aggregation, exact sums)"
+    assert compose([exact, exact], "two").releases == 2
+
+
+def test_a_long_model_name_is_cut_to_the_line_width() -> None:
+    g = Guarantee(1.0, 1e-6, "client", "s", "add_remove")
+    receipt = Receipt("user-level DP (Gaussian, clip=" + "9" * 200 + ", ε=1)", g)
+    line = receipt.guarantee_line
+    assert len(line) <= GUARANTEE_LINE_WIDTH
+    assert "…" in line and line.endswith("1 release")
+
+
+def test_short_model_drops_budgets_and_repeats() -> None:
+    assert short_model("local DP (OUE, ε=5 per report)") == "local DP (OUE)"
+    assert short_model("a (ε=1) + a (ε=2) + b") == "a + b"
+    assert short_model("secure aggregation") == "secure aggregation"

@@ -75,3 +75,14 @@ def test_results_json_is_the_cli_schema_without_nan(fed: fe.Federation, tmp_path
     payload = json.loads(raw)
     assert payload["schema"] == "fedeval.evaluation/1"
     assert [a["threshold"] for a in payload["evaluations"]["dp"]["at_threshold"]] == [0.2, 0.8]
+
+
+def test_the_receipt_opens_with_the_one_line_guarantee(fed: fe.Federation, tmp_path: Path) -> None:
+    import html
+
+    ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0, bootstrap_replicates=20)
+    paths = fe.report.write_report({"dp": ev}, tmp_path)
+    text = paths["html"].read_text()
+    receipt = text[text.index("<div class='receipt'>") :]
+    assert receipt.index(html.escape(ev.guarantee_line)) < receipt.index("privacy model")
+    assert f"- guarantee: {ev.guarantee_line}" in paths["markdown"].read_text()

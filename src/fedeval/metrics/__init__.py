@@ -9,6 +9,10 @@ an :class:`~fedeval.evaluation.Evaluation`):
 * :func:`roc_auc_score` — by default the trapezoid area of the dense ROC curve (H_B
   over every leaf, Cormode–Markov eq. 5), or H_B over equi-depth/uniform buckets;
 * :func:`average_precision_score` — the step sum of the PR curve;
+* :func:`mcclish_partial_auc` — scikit-learn's standardised partial AUC of a curve;
+* :func:`binned_calibration_error`, :func:`binned_brier_score`, :func:`binned_log_loss`,
+  :func:`binned_reliability_curve` — binary calibration metrics of the released
+  leaves (scores in [0, 1]), :mod:`fedeval.metrics.binned_calibration`;
 * :func:`threshold_metrics` — precision, recall, FPR, accuracy at any threshold,
   with delta-method standard errors (O(b·h) per threshold);
 * :mod:`fedeval.metrics.dense` — the dense counts, their delta-method standard
@@ -22,7 +26,13 @@ Hosmer–Lemeshow statistic (exact or private).
 from __future__ import annotations
 
 from fedeval.metrics.area_error import pr_area_error, roc_area_error
-from fedeval.metrics.auc import roc_auc_score
+from fedeval.metrics.auc import mcclish_partial_auc, roc_auc_score
+from fedeval.metrics.binned_calibration import (
+    binned_brier_score,
+    binned_calibration_error,
+    binned_log_loss,
+    binned_reliability_curve,
+)
 from fedeval.metrics.calibration_error import (
     CalibrationBins,
     calibration_bins,
@@ -41,11 +51,16 @@ __all__ = [
     "HosmerLemeshowResult",
     "ThresholdMetrics",
     "average_precision_score",
+    "binned_brier_score",
+    "binned_calibration_error",
+    "binned_log_loss",
+    "binned_reliability_curve",
     "calibration_bins",
     "classwise_calibration_error",
     "expected_calibration_error",
     "hosmer_lemeshow",
     "maximum_calibration_error",
+    "mcclish_partial_auc",
     "pr_area_error",
     "precision_recall_curve",
     "roc_area_error",

@@ -18,7 +18,13 @@ from fedeval.metrics.inputs import default_buckets, hierarchy_of
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.validation import check_int_at_least
 
-__all__ = ["BucketStrategy", "bucket_counts", "hb_estimate", "roc_auc_score"]
+__all__ = [
+    "BucketStrategy",
+    "bucket_counts",
+    "hb_estimate",
+    "mcclish_partial_auc",
+    "roc_auc_score",
+]
 
 BucketStrategy = Literal["dense", "equi-depth", "uniform"]
 
@@ -129,3 +135,58 @@ def roc_auc_score(
     b = default_buckets(tree) if n_buckets is None else n_buckets
     _, p, n = bucket_counts(tree, b, strategy=strategy)
     return float(np.clip(hb_estimate(p, n), 0.0, 1.0))
+
+
+def mcclish_partial_auc(fpr: Any, tpr: Any, *, max_fpr: float) -> float:
+    """McClish's standardised partial AUC of a ROC curve up to ``max_fpr``, as scikit-learn.
+
+    The area under the piecewise-linear curve over [0, ``max_fpr``] (the curve
+    interpolated linearly at ``max_fpr``), mapped by
+    ½·(1 + (A − A_min)/(A_max − A_min)), A_min = ``max_fpr``²/2 (the chance
+    diagonal) and A_max = ``max_fpr``: 0.5 is chance, 1 a perfect ranking. The
+    same computation as :func:`sklearn.metrics.roc_auc_score` with ``max_fpr``.
+
+    Parameters
+    ----------
+    fpr, tpr : array-like, shape (k,)
+        A ROC curve with ``fpr`` non-decreasing, from (0, 0) to (1, 1)
+        (:func:`fedeval.metrics.roc_curve` or :meth:`fedeval.Evaluation.roc_curve`).
+    max_fpr : float
+        In (0, 1]; 1 gives the full (unstandardised) AUC.
+
+    Returns
+    -------
+    float
+        Clipped to [0, 1] (a noisy curve may leave the range); NaN when the
+        curve holds NaN (a release with an undefined class).
+
+    Raises
+    ------
+    ValueError
+        ``max_fpr`` outside (0, 1], or curves of different shapes.
+
+    References
+    ----------
+    McClish, "Analyzing a portion of the ROC curve", Medical Decision Making 9(3),
+    1989; scikit-learn ``sklearn/metrics/_ranking.py`` (``_binary_roc_auc_score``).
+    """
+    m = float(max_fpr)
+    if not 0.0 < m <= 1.0:
+        raise ValueError(f"max_fpr must lie in (0, 1], got {max_fpr!r}")
+    x = np.asarray(fpr, dtype=np.float64)
+    y = np.asarray(tpr, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"fpr and tpr must be 1-D of one shape, got {x.shape} and {y.shape}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or x.size < 2:
+        return float("nan")
+    stop = int(np.searchsorted(x, m, side="right"))
+    if stop >= x.size:  # the curve ends at max_fpr = 1
+        xs, ys = x, y
+    else:
+        y_cut = float(np.interp(m, [x[stop - 1], x[stop]], [y[stop - 1], y[stop]]))
+        xs, ys = np.append(x[:stop], m), np.append(y[:stop], y_cut)
+    area = float(np.trapezoid(ys, xs))
+    if m == 1.0:
+        return float(np.clip(area, 0.0, 1.0))
+    min_area, max_area = 0.5 * m**2, m
+    return float(np.clip(0.5 * (1.0 + (area - min_area) / (max_area - min_area)), 0.0, 1.0))

@@ -16,12 +16,90 @@ from typing import Any, Protocol
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import LedgerEntry
 
-__all__ = ["SCOPE_ONE_RELEASE", "Receipt", "ReceiptAccessors", "compose", "entry_as_dict"]
+__all__ = [
+    "GUARANTEE_LINE_WIDTH",
+    "SCOPE_ONE_RELEASE",
+    "Receipt",
+    "ReceiptAccessors",
+    "compose",
+    "entry_as_dict",
+    "format_estimate",
+    "privacy_fields",
+    "short_model",
+]
 
 SCOPE_ONE_RELEASE = (
     "this release alone: other releases on the same data compose with it (run them in one "
     "fedeval.Context to have the total accounted)"
 )
+
+
+GUARANTEE_LINE_WIDTH = 120
+"""The longest :attr:`Receipt.guarantee_line` (a terminal line, a table cell)."""
+
+
+def short_model(model: str) -> str:
+    """A privacy model's description without its budgets, each part once.
+
+    ``"distributed DP (polya shares, ε=0.05 per example) + distributed DP (polya
+    shares, ε=0.95 per example)"`` becomes ``"distributed DP (polya shares)"``:
+    the items of the parentheses that state ε or δ go (a one-line guarantee
+    states the total), and parts that then read the same are kept once.
+
+    Parameters
+    ----------
+    model : str
+        ``Receipt.model``: one ``describe()`` or several joined by ``" + "``.
+
+    Returns
+    -------
+    str
+    """
+    parts = []
+    for part in model.split(" + "):
+        name, paren, rest = part.partition(" (")
+        if paren and rest.endswith(")"):
+            items = [
+                i.strip()
+                for i in rest[:-1].split(",")
+                if not any(sym in i for sym in ("ε", "δ", "epsilon", "delta"))
+            ]
+            part = f"{name} ({', '.join(items)})" if items else name
+        parts.append(part.strip())
+    return " + ".join(dict.fromkeys(parts))
+
+
+def format_estimate(value: float, se: float | None = None) -> str:
+    """``"0.9312 ± 0.0041"`` (or ``"0.9312"`` without a standard error): for one-line reprs.
+
+    Parameters
+    ----------
+    value : float
+    se : float, optional
+
+    Returns
+    -------
+    str
+    """
+    text = f"{value:.4f}" if math.isfinite(value) else "nan"
+    return text if se is None else f"{text} ± {se:.2g}"
+
+
+def privacy_fields(guarantee: Guarantee, epsilon_spent: float) -> str:
+    """``"ε=1, unit='example'"`` (``"ε=0 (no DP), unit='none'"``): the privacy part of a repr.
+
+    Parameters
+    ----------
+    guarantee : Guarantee
+    epsilon_spent : float
+
+    Returns
+    -------
+    str
+    """
+    eps = f"{epsilon_spent:.4g}" if guarantee.is_private else "0 (no DP)"
+    delta = f", δ={guarantee.delta:.3g}" if guarantee.delta > 0 else ""
+    return f"ε={eps}{delta}, unit={guarantee.unit!r}"
 
 
 def entry_as_dict(entry: LedgerEntry) -> dict[str, Any]:
@@ -58,6 +136,9 @@ class Receipt:
     scope : str
         What the guarantee covers: this release alone (a one-call function),
         or its place in a :class:`fedeval.Context` program.
+    releases : int
+        How many releases the receipt covers (a composed receipt adds them up),
+        e.g. 2 for a noisy count planned from and the hierarchy released after it.
     """
 
     model: str
@@ -67,6 +148,44 @@ class Receipt:
     sensitivity: dict[str, Any] = field(default_factory=dict)
     randomness: str = ""
     scope: str = SCOPE_ONE_RELEASE
+    releases: int = 1
+
+    @property
+    def guarantee_line(self) -> str:
+        """The guarantee in one line of at most :data:`GUARANTEE_LINE_WIDTH` characters.
+
+        ε, δ, the privacy unit, the neighbouring relation, the privacy model
+        without its per-part budgets (the line states the total), and the
+        number of releases, e.g. ``"(ε=1, δ=0)-DP per example (add/remove),
+        distributed DP (polya shares), 2 releases"``. The full text a privacy
+        reviewer checks is :attr:`guarantee_details`.
+
+        Returns
+        -------
+        str
+            One line, no newline; a long model name is shortened with "…".
+        """
+        g = self.guarantee
+        model = short_model(self.model)
+        if not g.is_private:
+            # e.g. "secure aggregation (exact sums, no differential privacy)": its name only.
+            name = model.partition(" (")[0]
+            inner = "exact sums" if name in ("", "none") else f"{name}, exact sums"
+            line = f"no differential privacy ({inner})"
+        else:
+            relation = "add/remove" if g.neighbouring == "add_remove" else "replace"
+            releases = f"{self.releases} release" + ("s" if self.releases != 1 else "")
+            head = f"(ε={g.epsilon:.4g}, δ={g.delta:.3g})-DP per {g.unit} ({relation})"
+            room = GUARANTEE_LINE_WIDTH - len(head) - len(releases) - 4
+            if len(model) > room:
+                model = model[: max(room - 1, 0)].rstrip(" ,(") + "…"
+            line = f"{head}, {model}, {releases}"
+        return line[:GUARANTEE_LINE_WIDTH]
+
+    @property
+    def guarantee_details(self) -> str:
+        """The guarantee in full (``str(receipt.guarantee)``): every mechanism and sensitivity."""
+        return str(self.guarantee)
 
     @property
     def seeded(self) -> bool:
@@ -120,6 +239,7 @@ class Receipt:
             "entries": [entry_as_dict(e) for e in self.entries],
             "randomness": self.randomness,
             "scope": self.scope,
+            "releases": self.releases,
         }
 
     @classmethod
@@ -160,6 +280,7 @@ class Receipt:
             dict(data.get("sensitivity", {})),
             str(data.get("randomness", "")),
             str(data.get("scope", SCOPE_ONE_RELEASE)),
+            int(data.get("releases", 1)),
         )
 
 
@@ -190,6 +311,16 @@ class ReceiptAccessors:
     def guarantee(self: _CarriesReceipt) -> Guarantee:
         return self.receipt.guarantee
 
+    @property
+    def guarantee_line(self: _CarriesReceipt) -> str:
+        """The guarantee in one line (:attr:`Receipt.guarantee_line`)."""
+        return self.receipt.guarantee_line
+
+    @property
+    def guarantee_details(self: _CarriesReceipt) -> str:
+        """The guarantee in full (:attr:`Receipt.guarantee_details`)."""
+        return self.receipt.guarantee_details
+
     def privacy_receipt(self: _CarriesReceipt) -> list[dict[str, Any]]:
         """Model, ε per release, unit and neighbouring relation: one row per ledger entry."""
         return self.receipt.rows()
@@ -208,8 +339,16 @@ def compose(receipts: list[Receipt], what: str) -> Receipt:
     if not receipts:
         raise ValueError("compose needs at least one receipt")
     first = receipts[0].guarantee
+    releases = sum(r.releases for r in receipts)
     if not first.is_private:
-        return Receipt(receipts[0].model, first, (), receipts[0].mechanism, receipts[0].sensitivity)
+        return Receipt(
+            receipts[0].model,
+            first,
+            (),
+            receipts[0].mechanism,
+            receipts[0].sensitivity,
+            releases=releases,
+        )
     eps = math.fsum(r.guarantee.epsilon for r in receipts)
     delta = math.fsum(r.guarantee.delta for r in receipts)
     statement = (
@@ -236,4 +375,5 @@ def compose(receipts: list[Receipt], what: str) -> Receipt:
         "; ".join(r.mechanism for r in receipts),
         randomness=randomness,
         scope=receipts[0].scope,
+        releases=releases,
     )

@@ -141,7 +141,10 @@ def page(title: str, header_lines: Sequence[str], body: str) -> str:
 
 def _receipt_items(receipt: Any, extra_public: Sequence[str] = ()) -> list[tuple[str, str]]:
     g = receipt.guarantee
-    items = [
+    # The headline first: the guarantee in one line; the paragraph stays folded below.
+    line = getattr(receipt, "guarantee_line", None)
+    items = [("guarantee", str(line))] if line else []
+    items += [
         ("privacy model", str(receipt.model)),
         ("protects", unit_in_words(g.unit)),
         ("neighbouring datasets", g.relation),
