@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import fedeval as fe
 from fedeval.cli import main
 from fedeval.privacy.mechanism_for import mechanism_for
+from fedeval.public_facts import COUNT_SHARE
 from fedeval.report.multiclass_report import write_multiclass_report
 from fedeval.sketches.multiclass import MulticlassSketch, softmax
 
@@ -162,10 +163,17 @@ def test_receipt_and_summary_are_json_safe() -> None:
     ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
     assert ev.epsilon_spent == pytest.approx(1.0)
     rows = ev.privacy_receipt()
-    # confusion, one-vs-rest negatives and positives, rank, top label, log loss, Brier
-    assert len(rows) == 7 and sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
+    # No public size: a noisy example count plans the resolution (its own row), then
+    # confusion, one-vs-rest negatives and positives, rank, top label, log loss, Brier.
+    count = [r for r in rows if r["release"].startswith("example count")]
+    parts = [r for r in rows if not r["release"].startswith("example count")]
+    assert len(count) == 1 and count[0]["epsilon"] == pytest.approx(COUNT_SHARE)
+    assert len(parts) == 7 and sum(r["epsilon"] for r in rows) == pytest.approx(1.0)
     shares = ev.parameters["budget_shares"]
-    assert sorted(r["epsilon"] for r in rows) == pytest.approx(sorted(shares.values()))
+    # The shares split what the count leaves: ε·(1 − COUNT_SHARE).
+    assert sorted(r["epsilon"] for r in parts) == pytest.approx(
+        sorted(v * (1.0 - COUNT_SHARE) for v in shares.values())
+    )
     s = json.loads(json.dumps(ev.summary(), default=float))
     assert s["task"] == "multiclass" and len(s["confusion_matrix"]) == 3
     assert s["accuracy_se"] > 0
