@@ -111,7 +111,12 @@ def observed_errors(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """(observed errors, rates) of one planner-configured evaluation."""
     fed = fe.Federation.from_arrays(scores, labels)
-    ev = fe.evaluate(fed, privacy_model(privacy, eps), rng=seed, bootstrap_replicates=2)
+    # The simulation's size is a setting, declared public: the constants describe the
+    # planner given its public inputs (without them a noisy count would plan instead).
+    public = fe.Public(n_clients=scores.size, n_examples=scores.size)
+    ev = fe.evaluate(
+        fed, privacy_model(privacy, eps), rng=seed, bootstrap_replicates=2, public=public
+    )
     est = ev.at_threshold(THRESHOLDS)
     pred = scores[None, :] >= THRESHOLDS[:, None]
     pos = labels[None, :] == 1

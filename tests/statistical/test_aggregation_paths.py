@@ -397,6 +397,9 @@ def test_faithful_blocks_and_the_per_client_loop_agree(
         model = (
             DistributedDP(1.0, noise="skellam", delta=1e-5)
             if case == "skellam"
+            # Layout "assign" scales by a client count, public only under replace-one.
+            else DistributedDP(1.0, neighbouring="replace")
+            if case == "polya-assign"
             else DistributedDP(1.0)
         )
     layout = "assign" if case == "polya-assign" else None
@@ -436,12 +439,13 @@ def test_faithful_blocks_and_the_per_client_loop_agree(
         mu = noise.shares.mu  # type: ignore[attr-defined]
         var, mu4 = np.array([2 * mu]), np.array([2 * mu + 3 * (2 * mu) ** 2])
     else:
-        # discrete Laplace: α = e^(-ε/h) per level (split), e^(-ε) (assign: one level
-        # per client), e^(-1/t) at each label party's scale t (owner)
+        # discrete Laplace: α = e^(-ε/h) per level (split), e^(-ε/2) (assign: one level
+        # per client, and replace-one moves two of its cells), e^(-1/t) at each label
+        # party's scale t (owner)
         alphas = (
             np.exp(-1.0 / np.asarray(noise.scale, dtype=np.float64))  # type: ignore[attr-defined]
             if case == "labeldp-owner"
-            else np.array([math.exp(-1.0 / (1 if layout == "assign" else HEIGHT))])
+            else np.array([math.exp(-1.0 / (2 if layout == "assign" else HEIGHT))])
         )
         var, mu4 = (np.array([dlaplace(a)[k] for a in alphas]) for k in (1, 2))
     np.testing.assert_allclose(noise.variance(fed.n_clients), var if var.size > 1 else var[0])

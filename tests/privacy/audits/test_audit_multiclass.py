@@ -166,8 +166,9 @@ def test_receipt_splits_the_budget_over_the_parts() -> None:
     with pytest.warns(UserWarning, match="not clearly above the privacy noise"):
         ev = fe.evaluate_multiclass(D_ADD, DISTDP, rng=0, **OPTIONS)
     rows = ev.privacy_receipt()
-    # confusion, one-vs-rest negatives and positives, rank, top-label, log loss, Brier
-    assert len(rows) == 7
+    # No public size: a noisy example count plans the resolution (its own row), then
+    # confusion, one-vs-rest negatives and positives, rank, top-label, log loss, Brier.
+    assert len(rows) == 8 and sum(r["release"].startswith("example count") for r in rows) == 1
     assert sum(r["epsilon"] for r in rows) == pytest.approx(3.0)
     sk = ev.sketch
     l1 = int(np.sum(sk.part_weights * sk.cells_per_example))
