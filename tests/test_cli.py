@@ -296,10 +296,16 @@ def test_one_class_under_dp_is_released_with_a_warning(
     one = tmp_path / "one.csv"
     pd.DataFrame({"s": np.linspace(0, 1, 50), "y": 1}).to_csv(one, index=False)
     args = ["evaluate", str(one), "--score", "s", "--label", "y", "--privacy", "distdp"]
-    with pytest.warns(UserWarning, match="released"):
-        code = main([*args, "--epsilon", "1", "--out", str(tmp_path / "a"), "--seed", "1"])
+    code = main([*args, "--epsilon", "1", "--out", str(tmp_path / "a"), "--seed", "1"])
     assert code == 0
     assert (tmp_path / "a" / "report.html").exists()
+    # Issue 29: each warning is one line of its own, without source paths or code lines.
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "warning" in ln]
+    assert lines and all(ln.startswith("fedeval: warning: ") for ln in lines), err
+    assert any("released" in ln for ln in lines)
+    assert ".py:" not in err and "warnings.warn" not in err
+    assert len(lines) == len(set(lines))
 
 
 @pytest.mark.parametrize(

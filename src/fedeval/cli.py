@@ -1247,13 +1247,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_line(text: str) -> None:
+    """One line on stderr, on a line of its own even while a progress bar is drawn."""
+    tqdm_module = sys.modules.get("tqdm")
+    if tqdm_module is not None:
+        tqdm_module.tqdm.write(text, file=sys.stderr)  # clears the bar, prints, redraws
+    else:
+        print(text, file=sys.stderr)
+
+
+@contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Every warning printed as one line, ``fedeval: warning: <message>``.
+
+    Python's default prints the source path, the line number and the code line,
+    glued onto the progress bar's line; a command-line user needs the message
+    only. Each distinct message is printed once per command.
+    """
+    import warnings
+
+    seen: set[str] = set()
+
+    def show(message: Warning | str, *_: object, **__: object) -> None:
+        text = " ".join(str(message).split())
+        if text not in seen:
+            seen.add(text)
+            _print_line(f"fedeval: warning: {text}")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedeval`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return int(func(args))
+        with _warnings_as_lines():
+            return int(func(args))
     except (CLIError, ValueError, TypeError, FileNotFoundError) as exc:
         print(f"fedeval: error: {_cli_words(str(exc))}", file=sys.stderr)
         return 2

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from fedeval.exceptions import FedevalWarning
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.receipt import Receipt
 
@@ -78,7 +79,7 @@ def warn_degenerate(message: str) -> None:
     ):
         frame = frame.f_back
         level += 1
-    warnings.warn(message, UserWarning, stacklevel=level)
+    warnings.warn(message, FedevalWarning, stacklevel=level)
 
 
 def register(cls: C) -> C:

@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from fedeval.aggregation import Path, release, reserve
 from fedeval.ecdf.grid import check_grid
 from fedeval.ecdf.release import PrivateECDF, check_values, ecdf_model, values_federation
+from fedeval.exceptions import SmallDataWarning
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
@@ -92,7 +93,7 @@ def _rates(ecdf: PrivateECDF, name: str) -> NDArray[np.float64]:
         warnings.warn(
             f"the released total of {name} is below 1 ({top:.3g}); using 1 as the denominator "
             "(degenerate: the class is empty or small against the noise)",
-            UserWarning,
+            SmallDataWarning,
             stacklevel=3,
         )
         top = 1.0

@@ -58,6 +58,7 @@ from fedeval.aggregation import Path, release, reserve
 from fedeval.ecdf.grid import equal_width_grid
 from fedeval.ecdf.inverse import inverse_ecdf
 from fedeval.ecdf.release import ecdf_model, public_total, values_federation
+from fedeval.exceptions import SmallDataWarning
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
@@ -170,7 +171,7 @@ def _statistic(observed: NDArray[np.float64], expected: NDArray[np.float64]) -> 
         warnings.warn(
             f"{int(nonpos.sum())} expected count(s) are <= 0; their terms are dropped when the "
             "observed count is also 0 and make H infinite otherwise",
-            RuntimeWarning,
+            SmallDataWarning,
             stacklevel=3,
         )
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from fedeval.aggregation import Path, Release, release
 from fedeval.data import Federation
+from fedeval.exceptions import SmallDataWarning
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import LabelDP, PrivacyModel, SecureAggregation
@@ -233,7 +234,7 @@ def _warn_counts(value: float, sd: float, m: int, *, stacklevel: int) -> None:
             f"the released positive count P̄ = {value:.4g} is outside (0, M={m}): a class is "
             "empty or the noise swamps the class counts; the AUC is NaN (increase epsilon or "
             "the number of examples)",
-            UserWarning,
+            SmallDataWarning,
             stacklevel=stacklevel,
         )
     elif min(value, m - value) < 3.0 * sd:
@@ -241,7 +242,7 @@ def _warn_counts(value: float, sd: float, m: int, *, stacklevel: int) -> None:
             f"the released positive count P̄ = {value:.4g} is within 3 noise standard deviations "
             f"({sd:.3g}) of 0 or M={m}: a class is empty or small against the noise and the AUC "
             "estimate is unreliable",
-            UserWarning,
+            SmallDataWarning,
             stacklevel=stacklevel,
         )
 

@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from fedeval.aggregation import Release, release
 from fedeval.data.partition import Assignment, assign_clients
+from fedeval.exceptions import SmallDataWarning
 from fedeval.privacy.models import LabelDP, PrivacyModel, SecureAggregation
 from fedeval.privacy.receipt import Receipt
 from fedeval.randomness import RNGLike, as_generator
@@ -197,7 +198,7 @@ def simulate(
         warnings.warn(
             f"{n_invalid} of {reps} repetitions gave an undefined AUC (noisy class counts "
             "outside (0, M)); they are excluded from mean and std",
-            UserWarning,
+            SmallDataWarning,
             stacklevel=2,
         )
     good = estimates[finite]

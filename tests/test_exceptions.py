@@ -1,0 +1,45 @@
+"""Every warning fedeval raises is a FedevalWarning (issue 29), and the CLI prints it as one line."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import fedeval as fe
+from fedeval import exceptions
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "fedeval"
+OURS = {n for n in exceptions.__all__ if issubclass(getattr(exceptions, n), fe.FedevalWarning)}
+
+
+def _warn_calls() -> list[tuple[str, int, str | None]]:
+    """(file, line, category name or None) of every ``warnings.warn(...)`` in the source."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            f = node.func
+            if not (
+                f.attr == "warn" and isinstance(f.value, ast.Name) and f.value.id == "warnings"
+            ):
+                continue
+            cat = node.args[1] if len(node.args) > 1 else None
+            for kw in node.keywords:
+                if kw.arg == "category":
+                    cat = kw.value
+            name = cat.id if isinstance(cat, ast.Name) else ast.unparse(cat) if cat else None
+            found.append((str(path.relative_to(SRC)), node.lineno, name))
+    return found
+
+
+def test_every_warning_fedeval_raises_is_a_fedeval_warning() -> None:
+    calls = _warn_calls()
+    assert len(calls) >= 5  # the scan finds the calls
+    assert [c for c in calls if c[2] not in OURS] == []
+
+
+def test_the_hierarchy_lets_users_filter_fedeval_alone() -> None:
+    for name in OURS:
+        assert issubclass(getattr(exceptions, name), UserWarning)
+    assert {"SmallDataWarning", "SeededRandomnessWarning", "PublicFactWarning"} <= OURS
