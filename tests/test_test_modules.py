@@ -81,10 +81,6 @@ EXEMPT: dict[str, str] = {
     ),
     "data/demo.py": "the demo data of `fedeval demo`: tested through tests/test_cli.py",
     "data/grouping.py": "grouping examples by client: tested through tests/data/test_federation.py",
-    "exceptions.py": (
-        "warning classes only: raised and filtered in tests/privacy/test_randomness.py and "
-        "tests/ecdf/test_ecdf_always_release.py"
-    ),
     "flower/client_app.py": "tested through tests/flower/test_flower_apps.py",
     "flower/decode.py": "tested through tests/flower/test_flower_protocol.py",
     "flower/plan.py": (
