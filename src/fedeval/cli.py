@@ -172,6 +172,22 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise CLIError("--privacy userdp needs --delta")
     if name == "distdp" and noise == "skellam" and delta is None:
         raise CLIError("--noise skellam needs --delta")
+    unit = getattr(args, "unit", "example")
+    bound = getattr(args, "contribution_bound", None)
+    if unit == "client" and name != "distdp":
+        raise CLIError(
+            f"--unit client (client-level DP) is offered with --privacy distdp, not {name}"
+            + ("; --privacy userdp protects a client by clipping" if name != "sa" else "")
+        )
+    if unit == "client" and bound is None:
+        raise CLIError(
+            "--unit client needs --contribution-bound B: a public bound on one client's "
+            "examples (clients with more keep a random B of them)"
+        )
+    if bound is not None and unit != "client":
+        raise CLIError("--contribution-bound applies only with --unit client")
+    if bound is not None and bound < 1:
+        raise CLIError(f"--contribution-bound must be >= 1, got {bound}")
     if getattr(args, "score_min", 0.0) >= getattr(args, "score_max", 1.0):
         raise CLIError(
             f"--score-min ({args.score_min:g}) must be below --score-max ({args.score_max:g})"
@@ -191,6 +207,9 @@ def _privacy(args: argparse.Namespace) -> PrivacyModel:
     kwargs: dict[str, Any] = {}
     if args.privacy == "distdp" and getattr(args, "noise", None):
         kwargs["noise"] = args.noise
+    if getattr(args, "unit", "example") == "client":
+        kwargs["unit"] = "client"
+        kwargs["contribution_bound"] = args.contribution_bound
     return privacy_model(
         args.privacy, epsilon=args.epsilon, delta=getattr(args, "delta", None), **kwargs
     )
@@ -924,8 +943,14 @@ def _add_privacy_arguments(p: argparse.ArgumentParser, choices: Sequence[str]) -
         choices=list(choices),
         required=True,
         help="sa: secure aggregation, exact sums, no DP; distdp: distributed DP, clients add "
-        "noise shares that sum to discrete Laplace (unit: one example); ldp: local DP, each "
-        "client randomises its own examples"
+        "noise shares that sum to discrete Laplace (unit: one example, or one client with "
+        "--unit client)"
+        + (
+            "; central: central DP, a trusted curator adds the noise"
+            if "central" in choices
+            else ""
+        )
+        + "; ldp: local DP, each client randomises its own examples"
         + (
             "; userdp: user-level DP (unit: one client) by clipping + Gaussian"
             if "userdp" in choices
@@ -935,6 +960,21 @@ def _add_privacy_arguments(p: argparse.ArgumentParser, choices: Sequence[str]) -
     p.add_argument(
         "--epsilon", type=float, default=None, help="ε of the DP guarantee (required unless sa)"
     )
+    if "distdp" in choices:
+        p.add_argument(
+            "--unit",
+            choices=["example", "client"],
+            default="example",
+            help="what distdp protects: one example, or one client's whole data (needs "
+            "--contribution-bound)",
+        )
+        p.add_argument(
+            "--contribution-bound",
+            type=int,
+            default=None,
+            help="with --unit client: public bound B on one client's examples (a client with "
+            "more keeps a random B)",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1000,7 +1040,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--client", default=None, help="client id column (default: every row is its own client)"
     )
-    _add_privacy_arguments(ev, ["sa", "distdp", "ldp"])
+    _add_privacy_arguments(ev, ["sa", "distdp", "central", "ldp"])
     ev.add_argument(
         "--noise",
         choices=["polya", "skellam"],
@@ -1078,7 +1118,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument(
         "--client", default=None, help="client id column (default: every row is its own client)"
     )
-    _add_privacy_arguments(co, ["sa", "distdp", "ldp"])
+    _add_privacy_arguments(co, ["sa", "distdp", "central", "ldp"])
     co.add_argument(
         "--noise",
         choices=["polya", "skellam"],

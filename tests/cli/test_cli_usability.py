@@ -196,3 +196,40 @@ def test_progress_bar_names_each_step_on_stderr(
         assert step in err
     assert main([*args[:-1], str(tmp_path / "q"), "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_central_and_client_level_dp_are_offered_like_the_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29: the CLI offered neither central DP nor client-level DP."""
+    import numpy as np
+    import pandas as pd
+
+    from fedeval.cli import main
+
+    f = tmp_path / "d.csv"
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 600)
+    pd.DataFrame(
+        {
+            "s": np.clip(0.5 + 0.3 * (2 * y - 1) + rng.normal(0, 0.2, 600), 0, 1),
+            "y": y,
+            "c": np.arange(600) % 150,
+        }
+    ).to_csv(f, index=False)
+    base = ["evaluate", str(f), "--score", "s", "--label", "y", "--epsilon", "1", "--json"]
+    assert main([*base, "--privacy", "central", "--out", str(tmp_path / "a")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "central DP" in json.dumps(out)
+    args = ["--privacy", "distdp", "--unit", "client", "--contribution-bound", "4"]
+    assert main([*base, *args, "--client", "c", "--out", str(tmp_path / "b")]) == 0
+    text = json.dumps(json.loads(capsys.readouterr().out))
+    assert "per client" in text and "4 examples/client" in text
+    for bad, says in [
+        (["--privacy", "distdp", "--unit", "client"], "needs --contribution-bound"),
+        (["--privacy", "ldp", "--unit", "client", "--contribution-bound", "2"], "distdp"),
+        (["--privacy", "distdp", "--contribution-bound", "2"], "only with --unit client"),
+        (["--privacy", "distdp", "--unit", "client", "--contribution-bound", "0"], ">= 1"),
+    ]:
+        assert main([*base, *bad, "--out", str(tmp_path / "x")]) == 2
+        assert says in capsys.readouterr().err

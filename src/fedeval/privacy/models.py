@@ -509,7 +509,7 @@ def privacy_model(
     delta: float | None = None,
     **kwargs: object,
 ) -> PrivacyModel:
-    """Build a privacy model from its short name ("sa", "distdp", "ldp", "labeldp", "userdp").
+    """Build a privacy model from its short name ("sa", "distdp", "central", "ldp", "labeldp", "userdp").
 
     A shortcut for the command line and configuration files; the library's
     entry points take the model objects themselves.
@@ -527,10 +527,14 @@ def privacy_model(
                 "(distdp, ldp, ...) to use epsilon"
             )
         return SecureAggregation()
-    if key not in ("distdp", "ldp", "labeldp", "userdp"):
-        raise ValueError(f"unknown privacy model {name!r}: use sa, distdp, ldp, labeldp or userdp")
+    if key not in ("distdp", "central", "centraldp", "ldp", "labeldp", "userdp"):
+        raise ValueError(
+            f"unknown privacy model {name!r}: use sa, distdp, central, ldp, labeldp or userdp"
+        )
     if epsilon is None:
         raise ValueError(f"privacy model {name!r} needs epsilon")
+    if key in ("central", "centraldp"):
+        return CentralDP(epsilon, **kwargs)  # type: ignore[arg-type]
     if key == "distdp":
         return DistributedDP(epsilon, delta=delta, **kwargs)  # type: ignore[arg-type]
     if key == "ldp":
