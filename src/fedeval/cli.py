@@ -23,7 +23,6 @@ pandas, scipy and matplotlib are imported inside the command functions), so
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -39,6 +38,7 @@ from fedeval.cli_common import (
     add_hierarchy,
     add_score_domain,
     describe_facts,
+    print_json,
     public_facts,
 )
 
@@ -326,7 +326,7 @@ def _receipt_line(receipt: Any) -> str:
 
 def _emit(payload: dict[str, Any], as_json: bool, header: Sequence[str] = ()) -> None:
     if as_json:
-        print(json.dumps(payload, default=float))
+        print_json(payload)
         return
     for line in header:
         print(line)
@@ -523,7 +523,7 @@ def _evaluate_multiclass(
             "summary": mev.summary(),
             "report": {k: str(v) for k, v in paths.items()},
         }
-        print(json.dumps(payload, default=float))
+        print_json(payload)
         return 0
     print(f"{describe_facts(facts)}, {fed.n_classes} classes")
     print(_receipt_line(mev.receipt))
@@ -615,7 +615,7 @@ def _evaluate_slices(
     payload = slice_payload(sev, threshold=t, exact=exact, source=source)
     payload["report"] = {k: str(v) for k, v in paths.items()}
     if args.json:
-        print(json.dumps(payload, default=float))
+        print_json(payload)
         return 0
     print(describe_facts(facts))
     print(_receipt_line(sev.receipt) + f" (one release for {len(sev)} slices)")
@@ -693,7 +693,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     )
     payload["report"] = {k: str(v) for k, v in paths.items()}
     if args.json:
-        print(json.dumps(payload, default=float))
+        print_json(payload)
         return 0
     print(describe_facts(facts))
     print(_receipt_line(cmp.receipt) + " (one release for both models)")
@@ -768,7 +768,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         target_error=args.target_error,
     )
     if args.json:
-        print(json.dumps(p.as_dict(), default=float))
+        print_json(p.as_dict())
         return 0
     d = p.as_dict()
     labels = {
@@ -891,7 +891,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             # Kept at the top level too, as before: the written files.
             **{k: str(v) for k, v in paths.items()},
         }
-        print(json.dumps(out, default=float))
+        print_json(out)
     else:
         print(
             f"{describe_facts(public_facts(fed, [privacy]))}\n"

@@ -25,6 +25,7 @@ __all__ = [
     "add_hierarchy",
     "add_score_domain",
     "describe_facts",
+    "print_json",
     "public_facts",
 ]
 
@@ -183,3 +184,10 @@ def add_flower_sim_arguments(parser: argparse.ArgumentParser) -> None:
         "--thresholds", type=float, nargs="+", default=[0.5], help="thresholds for the table"
     )
     add_common_output(parser, "fedeval-flower-report")
+
+
+def print_json(obj: Any) -> None:
+    """Print one strict JSON document (NaN and infinities as null) on stdout."""
+    from fedeval.report.files import json_text
+
+    print(json_text(obj))

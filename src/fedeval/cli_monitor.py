@@ -20,10 +20,11 @@ This module imports only the standard library at import time (like
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from fedeval.cli_common import print_json
 
 __all__ = ["add_monitor_arguments", "cmd_monitor"]
 
@@ -328,7 +329,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             source=source,
         )
         payload["report"] = {k: str(v) for k, v in paths.items()}
-        print(json.dumps(payload))
+        print_json(payload)
         return 0
     _print_summary(mon, tests, args)
     print(f"\nreport: {paths['html']}  (markdown: {paths['markdown']}, JSON: {paths['json']})")

@@ -86,3 +86,35 @@ def test_the_receipt_opens_with_the_one_line_guarantee(fed: fe.Federation, tmp_p
     receipt = text[text.index("<div class='receipt'>") :]
     assert receipt.index(html.escape(ev.guarantee_line)) < receipt.index("privacy model")
     assert f"- guarantee: {ev.guarantee_line}" in paths["markdown"].read_text()
+
+
+def test_json_text_is_strict_json_with_null_for_undefined_numbers() -> None:
+    """Issue 29: NaN is not JSON (JSON.parse fails on it); every writer goes through json_text."""
+    from fedeval.report.files import json_safe, json_text
+
+    obj = {"a": float("nan"), "b": [np.float64("inf"), np.int64(3)], "c": np.array([1.0, np.nan])}
+    text = json_text(obj)
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}")) == {
+        "a": None,
+        "b": [None, 3],
+        "c": [1.0, None],
+    }
+    assert json_safe((1.5, "x")) == [1.5, "x"]
+
+
+def test_the_cli_prints_strict_json_even_for_an_undefined_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A release whose AUC is NaN (one class) still prints parseable JSON under --json."""
+    import pandas as pd
+
+    from fedeval.cli import main
+
+    f = tmp_path / "one.csv"
+    pd.DataFrame({"s": np.linspace(0, 1, 40), "y": 1}).to_csv(f, index=False)
+    args = ["evaluate", str(f), "--score", "s", "--label", "y", "--json"]
+    assert main([*args, "--privacy", "distdp", "--epsilon", "1", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    json.loads(out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    written = (tmp_path / "o" / "results.json").read_text()
+    json.loads(written, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))

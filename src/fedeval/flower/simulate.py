@@ -18,7 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fedeval.cli_common import add_flower_sim_arguments  # shared with cli: --help imports no flwr
+from fedeval.cli_common import (  # shared with cli: --help imports no flwr
+    add_flower_sim_arguments,
+    print_json,
+)
 from fedeval.data import Federation
 from fedeval.privacy.models import PrivacyModel
 from fedeval.privacy.sampling import assign_groups, uniform_seed
@@ -333,7 +336,7 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
             "html": str(Path(args.out) / "report.html"),
             "flower_result": str(Path(args.out) / "flower_result.json"),
         }
-        print(json.dumps(payload, default=float))
+        print_json(payload)
         return 0
     from fedeval.cli_common import public_facts
 

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fedeval.report.evaluation_report import plot_roc, png_data_uri, source_lines
-from fedeval.report.files import write_report_files
+from fedeval.report.files import json_safe, write_report_files
 from fedeval.report.style import fmt, fmt_privacy, html_table, md_table, page, receipt_block
 
 if TYPE_CHECKING:
@@ -110,18 +110,6 @@ def _num(x: float) -> float | None:
     return float(x) if math.isfinite(float(x)) else None
 
 
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    return obj
-
-
 def comparison_payload(
     cmp: Comparison,
     *,
@@ -145,7 +133,7 @@ def comparison_payload(
         ),
         "exact": dict(exact) if exact else None,
     }
-    return dict(_clean(out))
+    return dict(json_safe(out))
 
 
 def write_compare_report(

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
-from fedeval.report.files import prepare_out_dir, write_report_files
+from fedeval.report.files import json_safe, prepare_out_dir, write_report_files
 from fedeval.report.style import (
     fmt,
     fmt_privacy,
@@ -272,18 +272,6 @@ def _value(estimate: Any, se: Any, exact: float | None) -> dict[str, float | Non
     return out
 
 
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    return obj
-
-
 def evaluation_payload(
     evaluations: Mapping[str, Evaluation],
     *,
@@ -331,13 +319,13 @@ def evaluation_payload(
                 ),
             },
             "at_threshold": at,
-            "parameters": _clean(_shown_parameters(ev, count_public)),
+            "parameters": json_safe(_shown_parameters(ev, count_public)),
             "public_inputs": _public_inputs(ev, count_public),
-            "receipt": _clean(ev.receipt.as_dict()),
+            "receipt": json_safe(ev.receipt.as_dict()),
         }
     return {
         "schema": SCHEMA,
-        "input": _clean(dict(source or {})),
+        "input": json_safe(dict(source or {})),
         "thresholds": [float(t) for t in thresholds],
         "evaluations": out,
     }

@@ -3,11 +3,46 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OutputDirectoryError", "prepare_out_dir", "write_all_or_nothing", "write_report_files"]
+import numpy as np
+
+__all__ = [
+    "OutputDirectoryError",
+    "json_safe",
+    "json_text",
+    "prepare_out_dir",
+    "write_all_or_nothing",
+    "write_report_files",
+]
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity as None and numpy values as Python ones.
+
+    JSON has no NaN: ``JSON.parse`` and strict parsers reject Python's ``NaN``.
+    An undefined estimate (a release whose class total is not positive) is
+    ``null`` in every file and every ``--json`` document fedeval writes.
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        return json_safe(obj.item())
+    return obj
+
+
+def json_text(obj: Any, *, indent: int | None = None) -> str:
+    """Strict JSON of ``obj`` (:func:`json_safe` first; ``allow_nan=False`` checks it)."""
+    return json.dumps(json_safe(obj), indent=indent, allow_nan=False, default=float)
 
 
 class OutputDirectoryError(ValueError):
@@ -69,7 +104,7 @@ def write_report_files(out: Path, html: str, markdown: str, results: Any) -> dic
     contents = {
         "html": html,
         "markdown": markdown,
-        "json": json.dumps(results, indent=2, default=float),
+        "json": json_text(results, indent=2),
     }
     write_all_or_nothing({targets[k]: contents[k] for k in targets})
     return targets

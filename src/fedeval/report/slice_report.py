@@ -21,7 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fedeval.report.evaluation_report import png_data_uri, source_lines
-from fedeval.report.files import write_report_files
+from fedeval.report.files import json_safe, write_report_files
 from fedeval.report.style import fmt, fmt_privacy, html_table, md_table, page, receipt_block
 
 if TYPE_CHECKING:
@@ -94,18 +94,6 @@ def plot_slice_forest(
     return fig
 
 
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    return obj
-
-
 def slice_payload(
     sev: SlicedEvaluation,
     *,
@@ -121,7 +109,7 @@ def slice_payload(
         **sev.summary(threshold=threshold),
         "exact_roc_auc": None if not exact else {str(k): v for k, v in exact.items()},
     }
-    return dict(_clean(out))
+    return dict(json_safe(out))
 
 
 def write_slice_report(
