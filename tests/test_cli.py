@@ -189,7 +189,10 @@ def test_calibrate_writes_calibrator_and_report(scores_csv: Path, tmp_path: Path
         "calibrator.json",
         "calibration-report.html",
         "calibration-report.md",
+        "results.json",  # issue 29: calibrate wrote no results.json
     }
+    results = json.loads((out / "results.json").read_text())
+    assert results["schema"] == "fedeval.calibration/1" and "applied" in results
     from fedeval.calibration import calibrator_from_json
 
     cal = calibrator_from_json((out / "calibrator.json").read_text())

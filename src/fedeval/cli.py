@@ -875,22 +875,27 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             force=args.force,
         )
     steps.close()
+    # results.json: the same document --json prints (issue 29: calibrate wrote none).
+    paths["json"] = Path(paths["html"]).parent / "results.json"
+    out: dict[str, Any] = {
+        "schema": "fedeval.calibration/1",
+        "input": public_facts(fed, [privacy]),
+        "method": args.method,
+        "applied": bool(applied),
+        "heldout": heldout,
+        "heldout_note": (
+            "simulation check: exact metrics of the held-out clients, computed from their "
+            "data, not covered by the privacy receipt" + holdout_note
+        ),
+        "receipt": cal.receipt,
+        "report": {k: str(v) for k, v in paths.items()},
+        # Kept at the top level too, as before: the written files.
+        **{k: str(v) for k, v in paths.items()},
+    }
+    from fedeval.report.files import json_text
+
+    paths["json"].write_text(json_text(out, indent=2), encoding="utf-8")
     if args.json:
-        out: dict[str, Any] = {
-            "schema": "fedeval.calibration/1",
-            "input": public_facts(fed, [privacy]),
-            "method": args.method,
-            "applied": bool(applied),
-            "heldout": heldout,
-            "heldout_note": (
-                "simulation check: exact metrics of the held-out clients, computed from their "
-                "data, not covered by the privacy receipt" + holdout_note
-            ),
-            "receipt": cal.receipt,
-            "report": {k: str(v) for k, v in paths.items()},
-            # Kept at the top level too, as before: the written files.
-            **{k: str(v) for k, v in paths.items()},
-        }
         print_json(out)
     else:
         print(
