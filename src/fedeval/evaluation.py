@@ -697,7 +697,14 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
     reasons = []
     defined = _defined(tree)
     auc_bound, n_eff_floor = _raw_noise_screen(tree, totals)
-    settled = defined and auc_bound <= AUC_ERROR_TOLERANCE
+    # The information the release holds about each class (metrics.dense.effective_examples):
+    # exact only where the raw floor does not already clear the rare-class threshold.
+    resolved = defined and float(np.min(n_eff_floor)) >= RARE_CLASS_EXAMPLES
+    n_eff = effective_examples(tree) if defined and not resolved else n_eff_floor
+    rare = defined and float(np.min(n_eff)) < RARE_CLASS_EXAMPLES
+    # A rare class warns whatever the SE is (and the SE is floored wide there): the
+    # delta-method SE is computed only when neither bound settles the decision.
+    settled = defined and (auc_bound <= AUC_ERROR_TOLERANCE or rare)
     se_auc = ev.roc_auc_se if defined and not settled else float("nan")
     if math.isfinite(se_auc) and se_auc > AUC_ERROR_TOLERANCE:
         reasons.append(
@@ -717,18 +724,17 @@ def _warn_if_unreliable(ev: Evaluation, *, stacklevel: int) -> None:
                     f"{_CLASS_NAMES[c]} ≈ {totals[c]:.1f} ± {se[c]:.2g}" for c in (weak or (0, 1))
                 )
             )
-    # The information the release holds about each class (metrics.dense.effective_examples).
-    resolved = defined and float(np.min(n_eff_floor)) >= RARE_CLASS_EXAMPLES
-    n_eff = effective_examples(tree) if defined and (reasons or not resolved) else n_eff_floor
-    if defined and float(np.min(n_eff)) < RARE_CLASS_EXAMPLES:
+    if rare:
         reasons.append(
             "the release holds about "
             + " and ".join(f"{n_eff[c]:.1f} effective {_CLASS_NAMES[c]}" for c in (1, 0))
             + " (noise-free examples that would pin the class's ECDF as well); below "
             f"{RARE_CLASS_EXAMPLES:g} the AUC and AP mostly reflect the other class and their "
-            "standard errors are widened to cover that"
+            "standard errors (ev.roc_auc_se, ev.average_precision_se) are widened to cover that"
         )
     elif reasons and defined:
+        if resolved:
+            n_eff = effective_examples(tree)  # only the floor so far: the message states it
         reasons.append(
             f"effective positives ≈ {n_eff[1]:.1f}, effective negatives ≈ {n_eff[0]:.1f}"
         )
