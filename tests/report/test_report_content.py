@@ -118,3 +118,26 @@ def test_the_cli_prints_strict_json_even_for_an_undefined_release(
     json.loads(out, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     written = (tmp_path / "o" / "results.json").read_text()
     json.loads(written, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+
+
+def test_the_calibration_plot_legend_and_its_table_state_the_same_ece(tmp_path: Path) -> None:
+    """Issue 29: the legend showed 0.1620 (ECE of P(y=1)) where the table showed 0.1683
+    (top-label ECE): every ECE the legend prints is in the table under the same name."""
+    from fedeval.report.calibration_report import write_calibration_report
+    from fedeval.report.reliability import reliability_diagram
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    s = rng.beta(2, 3, n)
+    y = (rng.random(n) < s**1.5).astype(int)  # miscalibrated: the two ECEs differ
+    fed = fe.Federation.from_arrays(s, y, np.arange(n) % 60)
+    train, test = fe.partition.split_clients(fed, 0.3, rng=0)
+    cal = fe.calibrate(train, fe.SecureAggregation(), method="binning")
+    paths = write_calibration_report(cal, test.scores, test.labels, tmp_path / "c")
+    md = paths["markdown"].read_text()
+    for probs, name in ((test.scores, "uncalibrated"), (cal.predict_proba(test.scores), "")):
+        fig = reliability_diagram(probs, test.labels, n_bins=15, label=name or "calibrated")
+        legend = fig.axes[0].get_legend().get_texts()[0].get_text()
+        value = re.search(r"ECE[^=]*=([0-9.]+)", legend)
+        assert value and "P(y=1)" in legend, legend
+        assert value.group(1) in md, (legend, md)

@@ -13,11 +13,12 @@ from numpy.typing import NDArray
 from fedeval.calibration.base import Calibrator
 from fedeval.metrics.calibration_error import (
     calibration_summary,
+    expected_calibration_error,
     maximum_calibration_error,
 )
 from fedeval.report.evaluation_report import png_data_uri
 from fedeval.report.files import prepare_out_dir, write_all_or_nothing
-from fedeval.report.reliability import reliability_diagram
+from fedeval.report.reliability import ece_name, reliability_diagram
 from fedeval.report.style import html_table, md_table, page, receipt_block, receipt_lines
 
 __all__ = ["heldout_comparison", "write_calibration_report"]
@@ -102,8 +103,10 @@ def write_calibration_report(
     rows = []
     for name, p in (("uncalibrated", before), ("calibrated", after)):
         s = calibration_summary(p, labels, n_bins=n_bins)
-        row: dict[str, Any] = {
-            "probabilities": name,
+        row: dict[str, Any] = {"probabilities": name}
+        if p.ndim == 1:  # the reliability diagram's ECE, under the name its legend uses
+            row[ece_name(1)] = f"{expected_calibration_error(p, labels, n_bins=n_bins):.4f}"
+        row |= {
             "top-label ECE": f"{s['ece_top']:.4f} ± {s['ece_top_se']:.4f}",
             "classwise ECE": f"{s['cwece']:.4f} ± {s['cwece_se']:.4f}",
             "NLL": f"{s['nll']:.4f} ± {s['nll_se']:.4f}",

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["reliability_diagram"]
 
 
+def ece_name(ndim: int) -> str:
+    """What :func:`reliability_diagram`'s ECE measures: P(y=1) for 1-D probabilities, else top-label."""
+    return "ECE of P(y=1)" if ndim == 1 else "top-label ECE"
+
+
 def reliability_diagram(
     probs: Any,
     labels: Any,
@@ -96,7 +101,9 @@ def reliability_diagram(
         bins.fraction_positive[nonempty],
         marker="o",
         markersize=3,
-        label=f"{name} (ECE={ece:.4f})",
+        # Say which ECE: binary (1-D) probabilities are binned on P(y=1), rows on the
+        # top-label confidence; a report's table names its ECEs the same way.
+        label=f"{name} ({ece_name(np.ndim(probs))}={ece:.4f})",
     )
     ax.plot([0, 1], [0, 1], linestyle="--", color="gray", linewidth=1, label="perfect")
     ax.set_xlim(0, 1)
