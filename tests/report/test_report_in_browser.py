@@ -151,7 +151,21 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "comparison": cmp_paths["html"],
         "slices": slice_paths["html"],
         "trend": _trend_report(out / "trend"),
+        "multiclass": _multiclass_report(out / "multiclass"),
     }
+
+
+def _multiclass_report(out: Path) -> Path:
+    """Issue 29: the multiclass page was plain HTML; it now has the house style."""
+    from fedeval.report.multiclass_report import write_multiclass_report
+
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 4, 3000)
+    logits = rng.normal(0, 1, (3000, 4)) + 2.0 * np.eye(4)[y]
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    fed = fe.Federation.from_arrays(p, y, np.arange(3000) % 300, kind="probabilities")
+    ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=8)
+    return write_multiclass_report(ev, out, name="DistDP ε=1")["html"]
 
 
 def _trend_report(out: Path) -> Path:
@@ -171,7 +185,9 @@ def _trend_report(out: Path) -> Path:
     return write_trend_report(mon, out, window=4, drift=tests, title="browser check")["html"]
 
 
-@pytest.mark.parametrize("which", ["evaluation", "calibration", "comparison", "slices", "trend"])
+@pytest.mark.parametrize(
+    "which", ["evaluation", "calibration", "comparison", "slices", "trend", "multiclass"]
+)
 def test_report_renders_without_errors_and_every_image_loads(
     reports: dict[str, Path], tmp_path: Path, which: str
 ) -> None:

@@ -17,8 +17,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fedeval.multiclass_evaluation import MulticlassEvaluation
-from fedeval.report.evaluation_report import fmt, html_table, md_table, png_data_uri
+from fedeval.report.evaluation_report import png_data_uri
 from fedeval.report.files import prepare_out_dir, write_report_files
+from fedeval.report.style import fmt, html_table, md_table, page, receipt_block
 
 __all__ = [
     "plot_calibration",
@@ -226,21 +227,24 @@ def write_multiclass_report(
     if ev.sketch.has("top_label") and ev.sketch.has("one_vs_rest"):
         figures["Calibration"] = plot_calibration(ev)
     images = "".join(
-        f'<h2>{html.escape(k)}</h2><img alt="{html.escape(k)}" '
-        f'src="data:image/png;base64,{png_data_uri(f)}">'
+        f"<section class='figures wide'><figure><img alt=\"{html.escape(k)}\" "
+        f"src='data:image/png;base64,{png_data_uri(f)}'><figcaption>{html.escape(k)}"
+        "</figcaption></figure></section>"
         for k, f in figures.items()
     )
-    html_doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(heading)}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}img{{max-width:100%}}</style></head><body>
-<h1>{html.escape(heading)}</h1>
-<p>{html.escape(str(ev.guarantee))}</p>
-<p>Parameters: {html.escape(params_text)}</p>
-<h2>Summary (one release)</h2>{html_table(scalars)}
-<h2>Per class</h2>{html_table(per_class)}
-{images}
-<h2>Bounds</h2>{html_table(bound_rows)}
-<h2>Privacy receipt</h2>{html_table(receipt)}
-</body></html>"""
+    # The house style of every report (report/style.page): header, tables, the receipt block.
+    header = [
+        html.escape(str(getattr(ev.receipt, "guarantee_line", "") or ev.guarantee)),
+        f"Parameters: {html.escape(params_text)}",
+    ]
+    body = (
+        f"<h2>Summary (one release)</h2>{html_table(scalars)}"
+        f"<h2>Per class</h2>{html_table(per_class)}"
+        f"{images}"
+        f"<h2>Bounds</h2>{html_table(bound_rows)}"
+        f"<h2>Privacy receipt</h2>{receipt_block(ev.receipt)}{html_table(receipt)}"
+    )
+    html_doc = page(heading, header, body)
     md = [
         f"# {heading}",
         "",
