@@ -148,10 +148,19 @@ def test_missing_epsilon_is_an_error(privacy: str) -> None:
         fe.plan(n_clients=1000, privacy=privacy)
 
 
-@pytest.mark.parametrize("privacy", ["central", "", "secagg"])
+@pytest.mark.parametrize("privacy", ["gdp", "", "secagg"])
 def test_unknown_privacy_model_is_an_error(privacy: str) -> None:
     with pytest.raises(ValueError, match="privacy"):
         fe.plan(n_clients=1000, epsilon=1.0, privacy=privacy)
+
+
+def test_central_dp_plans_like_distributed_dp() -> None:
+    """'central' is a known short name (issue 29, CLI parity): the same discrete Laplace
+    noise on the same sums as distributed DP, so the same plan."""
+    central = fe.plan(n_clients=1000, epsilon=1.0, privacy="central")
+    distdp = fe.plan(n_clients=1000, epsilon=1.0, privacy="distdp")
+    assert central.regime == distdp.regime == "central"
+    assert central.height == distdp.height and central.predicted_error == distdp.predicted_error
 
 
 def test_bad_branching_and_examples_are_errors() -> None:
