@@ -9,7 +9,12 @@ import fedeval as fe
 from fedeval import exceptions
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "fedeval"
-OURS = {n for n in exceptions.__all__ if issubclass(getattr(exceptions, n), fe.FedevalWarning)}
+OURS = {
+    n
+    for n in exceptions.__all__
+    if isinstance(getattr(exceptions, n), type)
+    and issubclass(getattr(exceptions, n), fe.FedevalWarning)
+}
 
 
 def _warn_calls() -> list[tuple[str, int, str | None]]:
@@ -36,7 +41,30 @@ def _warn_calls() -> list[tuple[str, int, str | None]]:
 def test_every_warning_fedeval_raises_is_a_fedeval_warning() -> None:
     calls = _warn_calls()
     assert len(calls) >= 5  # the scan finds the calls
-    assert [c for c in calls if c[2] not in OURS] == []
+    # warn_at_caller passes its (FedevalWarning-typed) parameter through.
+    helper = [c for c in calls if c[0] == "exceptions.py" and c[2] == "category"]
+    assert len(helper) == 1
+    assert [c for c in calls if c[2] not in OURS and c not in helper] == []
+
+
+def test_a_seeded_release_warns_at_the_users_line_whatever_the_entry_point() -> None:
+    """The seeded-noise warning pointed into fedeval (evaluation.py, entry_points.py)."""
+    import warnings
+
+    import numpy as np
+
+    fed = fe.Federation.from_arrays(np.linspace(0, 1, 200), np.arange(200) % 2)
+    for call in (
+        lambda: fe.evaluate(fed, fe.DistributedDP(1.0), rng=3),
+        lambda: fe.Context(fed, budget=fe.Budget(epsilon=2.0), rng=3).evaluate(
+            fe.DistributedDP(1.0)
+        ),
+    ):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            call()
+        seeded = [w for w in rec if issubclass(w.category, fe.SeededRandomnessWarning)]
+        assert seeded and {Path(w.filename).name for w in seeded} == {Path(__file__).name}
 
 
 def test_the_hierarchy_lets_users_filter_fedeval_alone() -> None:

@@ -20,7 +20,6 @@ parts at once with :func:`reserve` and then release each with its
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -38,7 +37,7 @@ from fedeval.aggregation.paths import (
     sum_vectors,
 )
 from fedeval.data import Federation, Scan
-from fedeval.exceptions import SeededRandomnessWarning
+from fedeval.exceptions import SeededRandomnessWarning, warn_at_caller
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger
 from fedeval.privacy.mechanism_for import Mechanism, mechanism_for
 from fedeval.privacy.models import PrivacyModel
@@ -177,12 +176,11 @@ def draw_from(
     if mech.exact:
         return mech if ledger is None or not ledger.scope else replace(mech, scope=ledger.scope)
     if randomness_kind(gen) == "seeded":
-        warnings.warn(
+        warn_at_caller(
             "a differentially private release drew its noise from an integer seed: "
             "reproducible for simulation, but anyone who knows the seed can subtract the "
             "noise (its receipt says so); pass rng=None for fresh OS entropy",
             SeededRandomnessWarning,
-            stacklevel=4,
         )
     scope = mech.scope if ledger is None or not ledger.scope else ledger.scope
     return replace(mech, randomness=randomness_statement(gen), scope=scope)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
@@ -28,7 +26,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.exceptions import FedevalWarning
+from fedeval.exceptions import FedevalWarning, warn_at_caller
 from fedeval.privacy.guarantee import Guarantee
 from fedeval.privacy.receipt import Receipt
 
@@ -72,14 +70,7 @@ def warn_degenerate(message: str) -> None:
     calibrator is released with a fallback and this warning says which. The
     warning points at the first frame outside fedeval, however deep the call.
     """
-    frame = sys._getframe(1)
-    level = 2
-    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith(
-        "fedeval."
-    ):
-        frame = frame.f_back
-        level += 1
-    warnings.warn(message, FedevalWarning, stacklevel=level)
+    warn_at_caller(message, FedevalWarning)
 
 
 def register(cls: C) -> C:
