@@ -142,6 +142,6 @@ def test_reliability_diagram_builds_figure() -> None:
     legend = ax.get_legend()
     assert legend is not None
     texts = [t.get_text() for t in legend.get_texts()]
-    assert any("ECE=" in t for t in texts)
+    assert any("ECE of P(y=1)=" in t for t in texts)  # says which ECE (binary probabilities)
     with pytest.raises(ValueError, match="NaN"):
         reliability_diagram([np.nan], [0])
