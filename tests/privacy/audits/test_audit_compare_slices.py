@@ -28,9 +28,6 @@ a lower bound above the claim.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -44,26 +41,6 @@ pytestmark = pytest.mark.privacy
 CONFIDENCE = 0.999
 FAST = {"trials": 2_000, "pilot": 600}
 FULL = {"trials": 20_000, "pilot": 4_000}
-
-
-@pytest.fixture
-def half_the_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every mechanism calibrated to 2ε while ε is claimed (half the discrete Laplace scale)."""
-    module = importlib.import_module("fedeval.privacy.mechanism_for")
-    release_module = importlib.import_module("fedeval.aggregation.release")
-    original = module.mechanism_for
-
-    def weak(privacy: Any, sketch: Any, **kwargs: Any) -> Any:
-        claimed = original(privacy, sketch, **kwargs)
-        return replace(
-            original(privacy.scaled(2.0), sketch, **kwargs),
-            ledger_entries=claimed.ledger_entries,
-            guarantee=claimed.guarantee,
-        )
-
-    monkeypatch.setattr(module, "mechanism_for", weak)
-    monkeypatch.setattr(release_module, "mechanism_for", weak)
-    yield
 
 
 # --------------------------------------------------------------------- data

@@ -34,9 +34,8 @@ where the released counts are one report's affine image.
 
 from __future__ import annotations
 
-import importlib
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -125,26 +124,6 @@ def _leaf_difference(fed: fe.Federation, model: Any) -> Draw:
         return float(ev.tree.leaves[1, 1] - ev.tree.leaves[1, 0])
 
     return run_many(_quiet(one))
-
-
-@pytest.fixture
-def half_the_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A deliberately broken release: every mechanism calibrated to 2ε while ε is claimed.
-
-    For discrete Laplace (Pólya shares, central DP) that is half the noise
-    scale; for local DP, OUE at 2ε. The receipt is not consulted: the audits
-    compare with the ε the caller asked for.
-    """
-    module = importlib.import_module("fedeval.privacy.mechanism_for")
-    release_module = importlib.import_module("fedeval.aggregation.release")
-    original = module.mechanism_for
-
-    def weak(privacy: Any, sketch: Any, **kwargs: Any) -> Any:
-        return original(privacy.scaled(2.0), sketch, **kwargs)
-
-    monkeypatch.setattr(module, "mechanism_for", weak)
-    monkeypatch.setattr(release_module, "mechanism_for", weak)
-    yield
 
 
 def _check(res: AuditResult, claimed: float) -> None:

@@ -27,10 +27,7 @@ is tight, and a half-noise twin (the noise of 2ε, the claim and the charge of
 
 from __future__ import annotations
 
-import importlib
 import warnings
-from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -155,26 +152,6 @@ def test_audit_the_whole_transcript_fast(case: str) -> None:
 def test_audit_the_whole_transcript(case: str) -> None:
     res = _audit(case, FULL, seed=2610 + list(CASES).index(case))
     assert res.epsilon_lower <= 1.0, res
-
-
-@pytest.fixture
-def half_the_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The continual mechanism calibrated to 2ε while ε is claimed and charged."""
-    module = importlib.import_module("fedeval.privacy.mechanism_for")
-    release_module = importlib.import_module("fedeval.aggregation.release")
-    original = module.mechanism_for
-
-    def weak(privacy: Any, sketch: Any, **kwargs: Any) -> Any:
-        claimed = original(privacy, sketch, **kwargs)
-        return replace(
-            original(privacy.scaled(2.0), sketch, **kwargs),
-            ledger_entries=claimed.ledger_entries,
-            guarantee=claimed.guarantee,
-        )
-
-    monkeypatch.setattr(module, "mechanism_for", weak)
-    monkeypatch.setattr(release_module, "mechanism_for", weak)
-    yield
 
 
 @pytest.mark.usefixtures("half_the_noise")

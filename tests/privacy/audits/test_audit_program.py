@@ -36,7 +36,6 @@ import importlib
 import json
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -141,27 +140,6 @@ def bug_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The old behaviour: the exact client count treated as public (planned from, published)."""
     module = importlib.import_module("fedeval.public_facts")
     monkeypatch.setattr(module, "client_count_public", lambda privacy: True)
-    yield
-
-
-@pytest.fixture
-def half_the_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every mechanism calibrated to 2ε while ε is claimed (half the discrete Laplace scale)."""
-    module = importlib.import_module("fedeval.privacy.mechanism_for")
-    release_module = importlib.import_module("fedeval.aggregation.release")
-    original = module.mechanism_for
-
-    def weak(privacy: Any, sketch: Any, **kwargs: Any) -> Any:
-        # The noise of 2ε, the claim (and the charge) of ε.
-        claimed = original(privacy, sketch, **kwargs)
-        return replace(
-            original(privacy.scaled(2.0), sketch, **kwargs),
-            ledger_entries=claimed.ledger_entries,
-            guarantee=claimed.guarantee,
-        )
-
-    monkeypatch.setattr(module, "mechanism_for", weak)
-    monkeypatch.setattr(release_module, "mechanism_for", weak)
     yield
 
 
