@@ -34,6 +34,14 @@ def test_calibrate_then_evaluate_spends_the_sum_and_the_receipt_lists_both(fed) 
     d = receipt.as_dict()
     assert d["spent"]["epsilon"] == pytest.approx(1.5)
     assert len(d["releases"]) == 2
+    # Issue 29: the program's guarantee in one line; every release's statement in full.
+    line = receipt.guarantee_line
+    assert "\n" not in line and len(line) <= 160 and d["guarantee_line"] == line
+    assert line.startswith("(ε=2, δ=0)-DP per example (add/remove), program of 2 releases")
+    assert "spent ε=1.5" in line
+    details = receipt.guarantee_details.splitlines()
+    assert details[0] == receipt.statement and len(details) == 3
+    assert details[2].startswith("[2] evaluate (") and ev.receipt.guarantee.statement in details[2]
 
 
 def test_one_call_functions_say_their_guarantee_covers_one_release(fed) -> None:

@@ -420,7 +420,8 @@ def test_repr_is_one_short_line_without_arrays() -> None:
         assert "n_classes=2" in text
     assert "ε=1, unit='example'" in text and f"± {ev.roc_auc_se:.2g}" in text
     summary = ev.summary()
-    assert summary["guarantee_line"] == ev.guarantee_line
+    assert summary["guarantee"] == ev.guarantee_line  # JSON: one line, then the details
+    assert summary["guarantee_details"] == ev.guarantee_details
     assert ev.guarantee_line == ev.receipt.guarantee_line and len(ev.guarantee_line) <= 120
     assert "2 releases" in ev.guarantee_line  # the planning count, then the hierarchy
     assert len(ev.guarantee_details) > 600 and ev.guarantee_details == str(ev.guarantee)

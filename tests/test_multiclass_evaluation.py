@@ -259,7 +259,9 @@ def test_report_has_heat_map_curves_and_calibration(tmp_path: Path) -> None:
     for needle in ("Confusion matrix", "Per-class curves", "Calibration", "Privacy receipt"):
         assert needle in text
     assert text.count("data:image/png;base64") == 3
-    assert json.loads(paths["json"].read_text())["n_classes"] == 4
+    document = json.loads(paths["json"].read_text())
+    assert document["schema"] == "fedeval.multiclass_evaluation/1"
+    assert document["summary"]["n_classes"] == 4
 
 
 def test_cli_evaluate_with_several_score_columns(

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "fedeval"
 #: import name -> distribution name, where they differ.
 DIST = {"sklearn": "scikit-learn", "dp_accounting": "dp-accounting", "yaml": "pyyaml"}
-OPTIONAL = {"flwr": "flower", "dask": "dask", "distributed": "dask"}
+OPTIONAL = {"flwr": "flower", "dask": "dask", "distributed": "dask", "jsonschema": "test"}
 
 
 def _declared() -> tuple[set[str], dict[str, set[str]]]:
@@ -63,7 +63,9 @@ def test_every_import_is_a_declared_dependency() -> None:
 def test_importing_fedeval_does_not_load_optional_extras() -> None:
     code = (
         "import sys, fedeval, fedeval.ecdf, fedeval.flower, fedeval.calibration;"
-        "print(sorted(m for m in ('flwr', 'randomgen', 'dask', 'distributed') if m in sys.modules))"
+        "import fedeval.report;"
+        "print(sorted(m for m in ('flwr', 'randomgen', 'dask', 'distributed', 'jsonschema')"
+        " if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -489,7 +489,7 @@ def _evaluate_multiclass(
 ) -> int:
     """``evaluate`` on several --score columns: one release of the multiclass sketch."""
     import fedeval as fe
-    from fedeval.report.multiclass_report import write_multiclass_report
+    from fedeval.report.multiclass_report import results_document, write_multiclass_report
 
     binary_only = [
         flag
@@ -512,17 +512,13 @@ def _evaluate_multiclass(
             fed, privacy, rng=args.seed, public=fe.Public(n_clients=args.public_clients)
         )
         _ = mev.standard_errors
-    with steps.step("writing report"):
-        paths = write_multiclass_report(mev, args.out, name=name, force=args.force)
-    steps.close()
     facts = public_facts(fed, [privacy], None, args.public_clients)
+    with steps.step("writing report"):
+        paths = write_multiclass_report(mev, args.out, name=name, force=args.force, source=facts)
+    steps.close()
     if args.json:
-        payload = {
-            "schema": "fedeval.multiclass_evaluation/1",
-            "input": facts,
-            "summary": mev.summary(),
-            "report": {k: str(v) for k, v in paths.items()},
-        }
+        payload = results_document(mev, source=facts)
+        payload["report"] = {k: str(v) for k, v in paths.items()}
         print_json(payload)
         return 0
     print(f"{describe_facts(facts)}, {fed.n_classes} classes")
@@ -768,7 +764,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         target_error=args.target_error,
     )
     if args.json:
-        print_json(p.as_dict())
+        print_json({"schema": "fedeval.plan/1", **p.as_dict()})
         return 0
     d = p.as_dict()
     labels = {
@@ -889,8 +885,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         ),
         "receipt": cal.receipt,
         "report": {k: str(v) for k, v in paths.items()},
-        # Kept at the top level too, as before: the written files.
-        **{k: str(v) for k, v in paths.items()},
     }
     from fedeval.report.files import json_text
 

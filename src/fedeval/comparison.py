@@ -503,7 +503,8 @@ class Comparison(ReceiptAccessors):
             "epsilon_spent": self.epsilon_spent,
             "delta_spent": self.delta_spent,
             "privacy": self.a.tree.privacy,
-            "guarantee": str(self.guarantee),
+            "guarantee": self.guarantee_line,
+            "guarantee_details": self.guarantee_details,
             "receipt": self.receipt.as_dict(),
             "parameters": dict(self.parameters),
         }

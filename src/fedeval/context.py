@@ -42,6 +42,7 @@ from fedeval.data import Federation, Scan
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.ledger import BudgetExceededError, BudgetLedger, Composition, LedgerEntry
 from fedeval.privacy.models import PrivacyModel
+from fedeval.privacy.receipt import GUARANTEE_LINE_WIDTH
 from fedeval.public_facts import Public
 from fedeval.randomness import RNGLike, as_generator, randomness_statement
 from fedeval.validation import check_epsilon
@@ -162,9 +163,38 @@ class ProgramReceipt:
             f"{len(self.steps)} release(s) so far use {self.spent} ({self.track} composition)"
         )
 
+    @property
+    def guarantee_line(self) -> str:
+        """The program's guarantee in one line (at most ``GUARANTEE_LINE_WIDTH`` characters).
+
+        The budget fixed in advance, the unit and relation, the number of
+        releases and what they used, e.g. ``"(ε=3, δ=1e-06)-DP per client
+        (add/remove), program of 4 releases, spent ε=2.1, δ=1e-06 (zcdp)"``.
+        The sentence a reviewer reads is :attr:`statement`; every release's
+        receipt is in :attr:`guarantee_details`.
+        """
+        relation = "add/remove" if self.neighbouring == "add_remove" else "replace"
+        n = len(self.steps)
+        line = (
+            f"(ε={self.budget.epsilon:.4g}, δ={self.budget.delta:.3g})-DP per {self.unit} "
+            f"({relation}), program of {n} release{'s' if n != 1 else ''}, "
+            f"spent {self.spent} ({self.track})"
+        )
+        return line[:GUARANTEE_LINE_WIDTH]
+
+    @property
+    def guarantee_details(self) -> str:
+        """The program's statement, then every release with its own full guarantee."""
+        lines = [self.statement]
+        for i, s in enumerate(self.steps):
+            statement = s.receipt.get("guarantee", {}).get("statement", "")
+            lines.append(f"[{i + 1}] {s.what} ({s.model}): {statement}")
+        return "\n".join(lines)
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
         return {
+            "guarantee_line": self.guarantee_line,
             "budget": {
                 "epsilon": _finite(self.budget.epsilon),
                 "delta": self.budget.delta,

@@ -1308,7 +1308,8 @@ class MulticlassEvaluation(ReceiptAccessors):
         }
         out["epsilon_spent"] = self.epsilon_spent
         out["delta_spent"] = self.delta_spent
-        out["guarantee"] = str(self.guarantee)
+        out["guarantee"] = self.guarantee_line
+        out["guarantee_details"] = self.guarantee_details
         out["receipt"] = self.receipt.as_dict()
         out["parameters"] = dict(self.parameters)
         if self.plan is not None:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedeval.report.schema import validate_results
 from readme_blocks import ROOT, readme_blocks, run_bash_block
 
 pytest.importorskip("flwr")
@@ -61,6 +62,8 @@ def test_json_has_estimates_and_errors_not_raw_sums_and_no_deprecation_noise(
     assert len(res.stdout) < 60_000  # was 431 KB of released sums
     payload = json.loads(res.stdout)
     assert payload["schema"] == "fedeval.evaluation/1"
+    validate_results(payload)  # the one schema of every command (issue 29)
+    validate_results(json.loads((tmp_path / "rep" / "results.json").read_text()))
     (ev,) = payload["evaluations"].values()
     auc = ev["metrics"]["roc_auc"]
     assert 0.5 < auc["estimate"] < 1 and auc["se"] > 0

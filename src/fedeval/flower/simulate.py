@@ -332,9 +332,12 @@ def run_flower_sim_command(args: argparse.Namespace) -> int:
         # released sums themselves stay in flower_result.json.
         payload = json.loads((Path(args.out) / "results.json").read_text())
         payload["flower"] = _run_summary(result)
+        out = Path(args.out)
         payload["report"] = {
-            "html": str(Path(args.out) / "report.html"),
-            "flower_result": str(Path(args.out) / "flower_result.json"),
+            "html": str(out / "report.html"),
+            "markdown": str(out / "report.md"),
+            "json": str(out / "results.json"),
+            "flower_result": str(out / "flower_result.json"),
         }
         print_json(payload)
         return 0

@@ -233,6 +233,7 @@ class Receipt:
             "model": self.model,
             "mechanism": self.mechanism,
             "guarantee": self.guarantee.as_dict(),
+            "guarantee_line": self.guarantee_line,
             "epsilon_spent": self.epsilon_spent,
             "delta_spent": self.delta_spent,
             "sensitivity": dict(self.sensitivity),

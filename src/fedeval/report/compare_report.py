@@ -21,7 +21,15 @@ from matplotlib.figure import Figure
 
 from fedeval.report.evaluation_report import plot_roc, png_data_uri, source_lines
 from fedeval.report.files import json_safe, write_report_files
-from fedeval.report.style import fmt, fmt_privacy, html_table, md_table, page, receipt_block
+from fedeval.report.style import (
+    fmt,
+    fmt_privacy,
+    html_table,
+    md_table,
+    page,
+    receipt_block,
+    receipt_lines,
+)
 
 if TYPE_CHECKING:
     from fedeval.comparison import Comparison, PairedDifference
@@ -119,10 +127,13 @@ def comparison_payload(
     source: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON shape of a comparison (schema ``fedeval.comparison/1``); NaN is null."""
+    differences = cmp.summary(thresholds)
     out = {
         "schema": SCHEMA,
         "input": dict(source or {}),
-        "differences": cmp.summary(thresholds),
+        # The receipt at the top level, as in every other document (results.schema.json).
+        "receipt": differences.pop("receipt"),
+        "differences": differences,
         "noninferiority": (
             None
             if margin is None
@@ -283,5 +294,5 @@ def write_compare_report(
     md += ["## Discordant examples (McNemar)", "", md_table(disc_rows), ""]
     md += ["## Parameters", "", params, "", "## Privacy receipt", ""]
     md += [f"- {r['release']}: ε={fmt_privacy(r['epsilon'])}" for r in cmp.privacy_receipt()]
-    md += ["", str(cmp.guarantee)]
+    md += ["", *receipt_lines(cmp.receipt)]
     return write_report_files(out, html_doc, "\n".join(md), payload)

@@ -308,7 +308,8 @@ def evaluation_payload(
             at.append(row)
         out[name] = {
             "privacy": ev.tree.privacy,
-            "guarantee": str(ev.tree.guarantee),
+            "guarantee": ev.guarantee_line,
+            "guarantee_details": ev.guarantee_details,
             "metrics": {
                 "roc_auc": {
                     **_value(ev.roc_auc, ev.roc_auc_se, exact.get("roc_auc")),

@@ -10,6 +10,7 @@ same numbers.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,15 @@ from matplotlib.figure import Figure
 
 from fedeval.multiclass_evaluation import MulticlassEvaluation
 from fedeval.report.evaluation_report import png_data_uri
-from fedeval.report.files import prepare_out_dir, write_report_files
+from fedeval.report.files import json_safe, prepare_out_dir, write_report_files
 from fedeval.report.style import fmt, html_table, md_table, page, receipt_block
 
 __all__ = [
+    "SCHEMA",
     "plot_calibration",
     "plot_class_curves",
     "plot_confusion",
+    "results_document",
     "write_multiclass_report",
 ]
 
@@ -164,6 +167,26 @@ def _rows(ev: MulticlassEvaluation) -> tuple[list[dict[str, Any]], list[dict[str
     return scalars, per_class
 
 
+SCHEMA = "fedeval.multiclass_evaluation/1"
+
+
+def results_document(
+    ev: MulticlassEvaluation, *, source: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The JSON shape of a multiclass evaluation (schema ``fedeval.multiclass_evaluation/1``).
+
+    ``{"schema", "input", "receipt", "summary"}``: ``summary`` is
+    :meth:`~fedeval.multiclass_evaluation.MulticlassEvaluation.summary` (every
+    metric with its standard error, the bounds, the parameters) without its
+    receipt, which stands at the top level as in every fedeval document
+    (``results.schema.json``). NaN is null.
+    """
+    summary = ev.summary()
+    receipt = summary.pop("receipt")
+    out = {"schema": SCHEMA, "input": dict(source or {}), "receipt": receipt, "summary": summary}
+    return dict(json_safe(out))
+
+
 def write_multiclass_report(
     ev: MulticlassEvaluation,
     out_dir: str | Path,
@@ -171,6 +194,7 @@ def write_multiclass_report(
     name: str = "",
     title: str = "fedeval multiclass report",
     force: bool = False,
+    source: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write ``report.html`` (figures embedded), ``report.md`` and ``results.json``.
 
@@ -181,6 +205,10 @@ def write_multiclass_report(
     name : str
         The privacy model's label, shown in the title.
     title : str
+    force : bool
+        Overwrite the report files in a non-empty ``out_dir``.
+    source : mapping, optional
+        Public facts about the input (``results.json``'s ``input``).
 
     Returns
     -------
@@ -274,4 +302,4 @@ def write_multiclass_report(
         "## Privacy receipt",
         md_table(receipt),
     ]
-    return write_report_files(out, html_doc, "\n".join(md), ev.summary())
+    return write_report_files(out, html_doc, "\n".join(md), results_document(ev, source=source))

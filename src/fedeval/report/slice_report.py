@@ -22,7 +22,15 @@ from matplotlib.figure import Figure
 
 from fedeval.report.evaluation_report import png_data_uri, source_lines
 from fedeval.report.files import json_safe, write_report_files
-from fedeval.report.style import fmt, fmt_privacy, html_table, md_table, page, receipt_block
+from fedeval.report.style import (
+    fmt,
+    fmt_privacy,
+    html_table,
+    md_table,
+    page,
+    receipt_block,
+    receipt_lines,
+)
 
 if TYPE_CHECKING:
     from fedeval.slicing import SlicedEvaluation
@@ -238,5 +246,5 @@ def write_slice_report(
     md += [line.replace("<b>", "**").replace("</b>", "**") + "\n" for line in header]
     md += ["## Slices", "", md_table(rows), "", worst_text, ""]
     md += ["## Gaps between slices", "", md_table(gap_rows), "", note, ""]
-    md += ["## Privacy receipt", "", str(sev.guarantee)]
+    md += ["## Privacy receipt", "", *receipt_lines(sev.receipt)]
     return write_report_files(out, html_doc, "\n".join(md), payload)
