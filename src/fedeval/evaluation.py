@@ -577,6 +577,92 @@ class Evaluation(ReceiptAccessors):
         """
         return binned_reliability_curve(self._probability_tree(), n_bins=n_bins)
 
+    # ------------------------------------------------- scikit-learn displays
+    def roc_display(self, *, name: str | None = None) -> Any:
+        """The released ROC curve as a :class:`sklearn.metrics.RocCurveDisplay` (not yet drawn).
+
+        ``fpr`` and ``tpr`` are :meth:`roc_curve`'s and ``roc_auc`` is
+        :attr:`roc_auc`: post-processing of the one release, no privacy cost.
+        Call ``.plot(ax=...)`` as with any scikit-learn display. For the noise's
+        uncertainty band as well, use :class:`fedeval.report.RocCurveDisplay`.
+
+        Parameters
+        ----------
+        name : str, optional
+            The legend's label (scikit-learn's ``name``).
+
+        Returns
+        -------
+        sklearn.metrics.RocCurveDisplay
+        """
+        from sklearn.metrics import RocCurveDisplay
+
+        fpr, tpr, _ = self.roc_curve()
+        return RocCurveDisplay(fpr=fpr, tpr=tpr, roc_auc=self.roc_auc, name=name, pos_label=1)
+
+    def pr_display(self, *, name: str | None = None) -> Any:
+        """The released precision–recall curve as a :class:`sklearn.metrics.PrecisionRecallDisplay`.
+
+        ``precision`` and ``recall`` are :meth:`precision_recall_curve`'s,
+        ``average_precision`` is :attr:`average_precision`, and the chance
+        level (``prevalence_pos_label``) is the released positive fraction
+        ``n_positives / (n_positives + n_negatives)`` (a noisy count under DP,
+        published by the same release). No privacy cost.
+
+        Parameters
+        ----------
+        name : str, optional
+            The legend's label.
+
+        Returns
+        -------
+        sklearn.metrics.PrecisionRecallDisplay
+        """
+        from sklearn.metrics import PrecisionRecallDisplay
+
+        precision, recall, _ = self.precision_recall_curve()
+        total = self.n_positives + self.n_negatives
+        prevalence = self.n_positives / total if total > 0 else math.nan
+        return PrecisionRecallDisplay(
+            precision,
+            recall,
+            average_precision=self.average_precision,
+            name=name,
+            pos_label=1,
+            prevalence_pos_label=prevalence,
+        )
+
+    def calibration_display(self, n_bins: int = 5, *, name: str | None = None) -> Any:
+        """The released reliability curve as a :class:`sklearn.calibration.CalibrationDisplay`.
+
+        ``prob_true`` and ``prob_pred`` are :meth:`reliability_curve`'s. The
+        display's ``y_prob`` (per-example probabilities in scikit-learn) is the
+        bins' mean predictions ``prob_pred``: individual scores never leave
+        their clients, and scikit-learn's ``plot`` draws only the curve.
+
+        Parameters
+        ----------
+        n_bins : int
+            Equal-width bins of [0, 1] (scikit-learn's default 5).
+        name : str, optional
+            The legend's label.
+
+        Returns
+        -------
+        sklearn.calibration.CalibrationDisplay
+
+        Raises
+        ------
+        ValueError
+            The score domain is not [0, 1], or ``n_bins`` < 1.
+        """
+        from sklearn.calibration import CalibrationDisplay
+
+        prob_true, prob_pred = self.reliability_curve(n_bins)
+        return CalibrationDisplay(
+            prob_true, prob_pred, prob_pred.copy(), estimator_name=name, pos_label=1
+        )
+
     # ------------------------------------------------------------ thresholds
     def at_threshold(self, threshold: Any) -> ThresholdMetrics:
         """Precision, recall, FPR and accuracy of ``score >= threshold``, with standard errors."""
@@ -598,8 +684,8 @@ class Evaluation(ReceiptAccessors):
             "epsilon_spent": self.epsilon_spent,
             "delta_spent": self.delta_spent,
             "privacy": self.tree.privacy,
-            "guarantee": str(self.tree.guarantee),
-            "guarantee_line": self.guarantee_line,
+            "guarantee": self.guarantee_line,
+            "guarantee_details": self.guarantee_details,
             "receipt": self.receipt.as_dict(),
             "parameters": dict(self.parameters),
         }

@@ -115,3 +115,57 @@ def test_calibration_display_refuses_scores_that_are_not_probabilities() -> None
     )
     with pytest.raises(ValueError, match="score domain"):
         CalibrationDisplay.from_evaluation(ev)
+
+
+# ------------------------------------------- ev.*_display(): scikit-learn's own objects
+def test_evaluation_returns_scikit_learn_display_objects() -> None:
+    """Issue 29: ``ev.roc_display()``, ``ev.pr_display()``, ``ev.calibration_display()``."""
+    from sklearn.calibration import CalibrationDisplay as SkCalibrationDisplay
+    from sklearn.metrics import PrecisionRecallDisplay as SkPrecisionRecallDisplay
+    from sklearn.metrics import RocCurveDisplay as SkRocCurveDisplay
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(5)
+    y = (rng.random(4_000) < 0.3).astype(int)
+    s = np.clip(rng.normal(0.35 + 0.3 * y, 0.15), 0, 1)
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.SecureAggregation())
+
+    roc = ev.roc_display(name="SA")
+    assert type(roc) is SkRocCurveDisplay
+    fpr, tpr, _ = ev.roc_curve()
+    np.testing.assert_array_equal(roc.fpr, fpr)
+    np.testing.assert_array_equal(roc.tpr, tpr)
+    assert roc.roc_auc == ev.roc_auc
+    assert abs(roc.roc_auc - roc_auc_score(y, s)) < 2e-3  # the release's bucketization only
+
+    pr = ev.pr_display()
+    assert type(pr) is SkPrecisionRecallDisplay
+    precision, recall, _ = ev.precision_recall_curve()
+    np.testing.assert_array_equal(pr.precision, precision)
+    np.testing.assert_array_equal(pr.recall, recall)
+    assert pr.average_precision == ev.average_precision
+    assert pr.prevalence_pos_label == pytest.approx(y.mean())  # exact counts under SA
+
+    cal = ev.calibration_display(n_bins=8)
+    assert type(cal) is SkCalibrationDisplay
+    prob_true, prob_pred = ev.reliability_curve(8)
+    np.testing.assert_array_equal(cal.prob_true, prob_true)
+    np.testing.assert_array_equal(cal.prob_pred, prob_pred)
+
+    for disp in (roc, pr, cal):  # scikit-learn draws them on any axes, without pyplot
+        ax = Figure().add_subplot()
+        drawn = disp.plot(ax=ax)
+        assert drawn.ax_ is ax and len(ax.lines) >= 1
+
+
+def test_displays_of_a_private_release_plot_its_noisy_curve() -> None:
+    rng = np.random.default_rng(6)
+    y = (rng.random(3_000) < 0.4).astype(int)
+    s = np.clip(rng.normal(0.4 + 0.25 * y, 0.15), 0, 1)
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(1.0), rng=7)
+    pr = ev.pr_display(name="DistDP ε=1")
+    assert pr.prevalence_pos_label == pytest.approx(
+        ev.n_positives / (ev.n_positives + ev.n_negatives)
+    )
+    assert pr.prevalence_pos_label != y.mean()  # the released (noisy) share, not the exact one
+    np.testing.assert_array_equal(ev.roc_display().tpr, ev.roc_curve()[1])
