@@ -54,7 +54,7 @@ def validate_results(document: Any) -> None:
         When the ``jsonschema`` package is not installed.
     """
     try:
-        import jsonschema
+        import jsonschema  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - exercised only without the test extra
         raise ImportError(
             "validate_results needs the jsonschema package: pip install 'fedeval[test]'"
