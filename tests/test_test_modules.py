@@ -106,9 +106,6 @@ EXEMPT: dict[str, str] = {
     "metrics/auc.py": (
         "tested through tests/reference/test_evaluate_vs_sklearn.py and tests/test_evaluation.py"
     ),
-    "metrics/confusion.py": (
-        "threshold metrics: tested through tests/metrics/test_dense.py and tests/test_evaluation.py"
-    ),
     "metrics/inputs.py": (
         "which hierarchy a metric reads (a release, a tree or an Evaluation): tested through "
         "tests/test_evaluation.py and tests/metrics/test_dense.py"

@@ -225,7 +225,6 @@ def _source(path: str | None, facts: dict[str, Any], what: str | None = None) ->
 
 
 def _exact(scores: Any, labels: Any, thresholds: Sequence[float]) -> dict[str, Any]:
-    import numpy as np
     from sklearn.metrics import (
         average_precision_score,
         precision_recall_curve,
@@ -233,20 +232,11 @@ def _exact(scores: Any, labels: Any, thresholds: Sequence[float]) -> dict[str, A
         roc_curve,
     )
 
+    from fedeval.metrics.confusion import exact_threshold_metrics
+
     fpr, tpr, _ = roc_curve(labels, scores)
     prec, rec, _ = precision_recall_curve(labels, scores)
-    at: dict[float, dict[str, float]] = {}
-    pos = labels == 1
-    for t in thresholds:
-        pred = scores >= t
-        tp = float(np.sum(pred & pos))
-        fp = float(np.sum(pred & ~pos))
-        at[float(t)] = {
-            "precision": tp / (tp + fp) if tp + fp else float("nan"),
-            "recall": tp / pos.sum(),
-            "fpr": fp / (~pos).sum(),
-            "accuracy": float(np.mean(pred == pos)),
-        }
+    at = {float(t): exact_threshold_metrics(scores, labels, float(t)) for t in thresholds}
     return {
         "roc_auc": float(roc_auc_score(labels, scores)),
         "average_precision": float(average_precision_score(labels, scores)),
@@ -287,6 +277,8 @@ def _with_se(value: dict[str, Any]) -> str:
 def _metric_rows(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Console tables from the JSON payload: one summary row per setting, one row per
     setting and threshold; ``estimate ± standard error``, plus |error| with exact values."""
+    from fedeval.metrics.confusion import THRESHOLD_METRICS
+
     summary: list[dict[str, Any]] = []
     at_rows: list[dict[str, Any]] = []
     for name, ev in payload["evaluations"].items():
@@ -300,8 +292,8 @@ def _metric_rows(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], list[di
         for at in ev["at_threshold"]:
             r: dict[str, Any] = {"setting": name, "threshold": f"{at['threshold']:g}"}
             errors = []
-            for metric in ("precision", "recall", "fpr", "accuracy"):
-                r[metric] = _with_se(at[metric])
+            for metric, spec in THRESHOLD_METRICS.items():
+                r[spec.label] = _with_se(at[metric])
                 if at[metric].get("abs_error") is not None:
                     errors.append(at[metric]["abs_error"])
             if errors:

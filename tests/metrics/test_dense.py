@@ -125,7 +125,8 @@ def test_threshold_standard_errors_equal_the_full_covariance() -> None:
     q = np.vstack([below, np.ones((1, n))])
     cov = tree.leaf_query_covariance(q, 1)
     big_p = float(tree.totals()[1])
-    x = below @ tree.leaves[1]
+    # The gradient is taken at the reported (clamped) counts: fn = clip(X, 0, P).
+    x = np.clip(below @ tree.leaves[1], 0.0, big_p)
     grad = np.zeros((thr.size, thr.size + 1))
     grad[np.arange(thr.size), np.arange(thr.size)] = -1 / big_p
     grad[:, -1] = x / big_p**2

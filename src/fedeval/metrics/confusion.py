@@ -16,83 +16,241 @@ cormode-markov-2023-federated-calibration-evaluation §4, Theorem 2.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from fedeval.metrics.dense import MAX_SE
 from fedeval.metrics.inputs import hierarchy_of
 
-__all__ = ["ThresholdMetrics", "threshold_metrics"]
+__all__ = [
+    "THRESHOLD_METRICS",
+    "ConfusionCounts",
+    "ThresholdMetric",
+    "ThresholdMetrics",
+    "exact_threshold_metrics",
+    "threshold_metrics",
+]
+
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ConfusionCounts:
+    """Estimated confusion counts at each threshold (clamped to [0, class total]).
+
+    ``tp + fn`` is the positives' total and ``fp + tn`` the negatives'; the
+    arrays have one entry per threshold.
+    """
+
+    tp: Array
+    fp: Array
+    fn: Array
+    tn: Array
+
+
+@dataclass(frozen=True)
+class ThresholdMetric:
+    """One metric of the classifier ``score >= t``, a function of the confusion counts.
+
+    The one place a threshold metric is defined: its estimate from the
+    released counts, its gradient for the delta-method standard error, and
+    the same function on exact counts (simulations, ``--compare-exact``).
+
+    Attributes
+    ----------
+    name : str
+        Attribute of :class:`ThresholdMetrics` (``name`` and ``name_se``) and
+        JSON key.
+    label : str
+        Column heading in tables.
+    value : callable
+        ``value(c)`` for :class:`ConfusionCounts` ``c``: the metric (NaN where
+        its denominator is not positive).
+    gradient : callable
+        ``gradient(c)`` → (∂/∂tp, ∂/∂fp, ∂/∂fn, ∂/∂tn) at ``c``.
+    """
+
+    name: str
+    label: str
+    value: Callable[[ConfusionCounts], Array]
+    gradient: Callable[[ConfusionCounts], tuple[Array, Array, Array, Array]]
+
+
+def _ratio(num: Any, den: Any) -> Array:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan))
+
+
+def _zero(c: ConfusionCounts) -> Array:
+    return np.zeros_like(c.tp)
+
+
+def _precision_gradient(c: ConfusionCounts) -> tuple[Array, Array, Array, Array]:
+    d2 = _ratio(1.0, (c.tp + c.fp) ** 2)
+    return c.fp * d2, -c.tp * d2, _zero(c), _zero(c)
+
+
+def _recall_gradient(c: ConfusionCounts) -> tuple[Array, Array, Array, Array]:
+    d2 = _ratio(1.0, (c.tp + c.fn) ** 2)
+    return c.fn * d2, _zero(c), -c.tp * d2, _zero(c)
+
+
+def _fpr_gradient(c: ConfusionCounts) -> tuple[Array, Array, Array, Array]:
+    d2 = _ratio(1.0, (c.fp + c.tn) ** 2)
+    return _zero(c), c.tn * d2, _zero(c), -c.fp * d2
+
+
+def _total(c: ConfusionCounts) -> Array:
+    return c.tp + c.fp + c.fn + c.tn
+
+
+def _accuracy_gradient(c: ConfusionCounts) -> tuple[Array, Array, Array, Array]:
+    m = _total(c)
+    acc = np.nan_to_num(_ratio(c.tp + c.tn, m))
+    right, wrong = _ratio(1 - acc, m), _ratio(-acc, m)
+    return right, wrong, wrong, right
+
+
+def _positive_rate_gradient(c: ConfusionCounts) -> tuple[Array, Array, Array, Array]:
+    m = _total(c)
+    rate = np.nan_to_num(_ratio(c.tp + c.fp, m))
+    predicted, not_predicted = _ratio(1 - rate, m), _ratio(-rate, m)
+    return predicted, predicted, not_predicted, not_predicted
+
+
+def _f1_gradient(c: ConfusionCounts) -> tuple[Array, Array, Array, Array]:
+    d2 = _ratio(1.0, (2 * c.tp + c.fp + c.fn) ** 2)
+    other = -2 * c.tp * d2
+    return 2 * (c.fp + c.fn) * d2, other, other, _zero(c)
+
+
+#: Every threshold metric, by name: estimates, standard errors, tables and JSON
+#: (``results.json``'s ``at_threshold``) all read this registry. Adding a metric is
+#: one entry here (its value and gradient) and its test.
+THRESHOLD_METRICS: dict[str, ThresholdMetric] = {
+    m.name: m
+    for m in (
+        ThresholdMetric(
+            "precision", "precision", lambda c: _ratio(c.tp, c.tp + c.fp), _precision_gradient
+        ),
+        ThresholdMetric("recall", "recall", lambda c: _ratio(c.tp, c.tp + c.fn), _recall_gradient),
+        ThresholdMetric("fpr", "FPR", lambda c: _ratio(c.fp, c.fp + c.tn), _fpr_gradient),
+        ThresholdMetric(
+            "accuracy", "accuracy", lambda c: _ratio(c.tp + c.tn, _total(c)), _accuracy_gradient
+        ),
+        ThresholdMetric(
+            "positive_rate",
+            "positive rate",
+            lambda c: _ratio(c.tp + c.fp, _total(c)),
+            _positive_rate_gradient,
+        ),
+        ThresholdMetric(
+            "f1", "F1", lambda c: _ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn), _f1_gradient
+        ),
+    )
+}
+
+
+def exact_threshold_metrics(
+    scores: ArrayLike, labels: ArrayLike, threshold: float
+) -> dict[str, float]:
+    """Every registered metric of ``score >= threshold`` on exact data (simulations only).
+
+    Parameters
+    ----------
+    scores, labels : array-like
+        Per-example scores and 0/1 labels, in the clear.
+    threshold : float
+
+    Returns
+    -------
+    dict
+        Metric name → value (NaN where undefined).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    pos = np.asarray(labels) == 1
+    pred = s >= threshold
+
+    def count(mask: Any) -> Array:
+        return np.array([float(np.count_nonzero(mask))])
+
+    c = ConfusionCounts(
+        count(pred & pos), count(pred & ~pos), count(~pred & pos), count(~pred & ~pos)
+    )
+    return {name: float(m.value(c)[0]) for name, m in THRESHOLD_METRICS.items()}
 
 
 @dataclass(frozen=True)
 class ThresholdMetrics:
     """Metrics of the classifier ``score >= threshold``, with uncertainty.
 
-    All arrays have the shape of the thresholds passed in.
+    Every metric of :data:`THRESHOLD_METRICS` is an attribute, with its
+    standard error as ``<name>_se`` (``precision``, ``recall`` (``tpr``),
+    ``fpr``, ``accuracy``, ``positive_rate``, ``f1``). All arrays have the
+    shape of the thresholds passed in.
 
     Attributes
     ----------
-    threshold, precision, recall, fpr, accuracy : ndarray
-    precision_se, recall_se, fpr_se, accuracy_se : ndarray
-        Standard errors from the privacy noise (delta method on the exact
-        variances of the prefix count, the class total and their covariance,
-        O(b·h) per threshold), capped at 0.5 (the largest spread of a value in
-        [0, 1]). 0 under secure aggregation, and at the domain's low end where
-        recall and FPR are 1 by construction.
+    threshold : ndarray
+    estimates : dict of str → ndarray
+        Each metric from the released counts.
+    standard_errors : dict of str → ndarray
+        From the privacy noise (delta method on the exact variances of the
+        prefix counts, the class totals and their covariances, O(b·h) per
+        threshold), capped at 0.5 (the largest spread of a value in [0, 1]).
+        0 under secure aggregation, and at the domain's low end where recall
+        and FPR are 1 by construction.
     bucketization_bound : ndarray
         Largest possible change of recall/FPR from the unknown position of
         examples inside the leaf holding the threshold (the leaf's share of its
         class), the Δ = 2^-h term of Theorem 2. Not a standard error.
     tp, fp, positives, negatives : ndarray
         Estimated counts behind the ratios.
-    positive_rate, positive_rate_se : ndarray or None
-        Share of all examples predicted positive, (TP + FP)/(P + N) (demographic
-        parity compares it across groups), and its standard error from the
-        privacy noise.
+
+    Notes
+    -----
+    ``positive_rate`` is the share of all examples predicted positive,
+    (TP + FP)/(P + N) (demographic parity compares it across groups).
     """
 
-    threshold: NDArray[np.float64]
-    precision: NDArray[np.float64]
-    recall: NDArray[np.float64]
-    fpr: NDArray[np.float64]
-    accuracy: NDArray[np.float64]
-    precision_se: NDArray[np.float64]
-    recall_se: NDArray[np.float64]
-    fpr_se: NDArray[np.float64]
-    accuracy_se: NDArray[np.float64]
-    bucketization_bound: NDArray[np.float64]
-    tp: NDArray[np.float64]
-    fp: NDArray[np.float64]
+    threshold: Array
+    estimates: dict[str, Array]
+    standard_errors: dict[str, Array]
+    bucketization_bound: Array
+    tp: Array
+    fp: Array
     positives: float
     negatives: float
-    positive_rate: NDArray[np.float64] | None = None
-    positive_rate_se: NDArray[np.float64] | None = None
+
+    def __getattr__(self, name: str) -> Array:
+        estimates = self.__dict__.get("estimates", {})
+        if name in estimates:
+            return estimates[name]
+        if name.endswith("_se") and name[:-3] in estimates:
+            return self.__dict__["standard_errors"][name[:-3]]
+        raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
 
     @property
-    def tpr(self) -> NDArray[np.float64]:
-        return self.recall
+    def tpr(self) -> Array:
+        return self.estimates["recall"]
 
     def as_dict(self) -> dict[str, Any]:
         """Plain floats/lists, for JSON output."""
-        out: dict[str, Any] = {}
-        for name in (
-            "threshold",
-            "precision",
-            "recall",
-            "fpr",
-            "accuracy",
-            "precision_se",
-            "recall_se",
-            "fpr_se",
-            "accuracy_se",
-            "bucketization_bound",
-        ):
-            v = np.asarray(getattr(self, name))
-            out[name] = v.item() if v.ndim == 0 else v.tolist()
+
+        def plain(v: Any) -> Any:
+            a = np.asarray(v)
+            return a.item() if a.ndim == 0 else a.tolist()
+
+        out: dict[str, Any] = {"threshold": plain(self.threshold)}
+        for name in self.estimates:
+            out[name] = plain(self.estimates[name])
+            out[f"{name}_se"] = plain(self.standard_errors[name])
+        out["bucketization_bound"] = plain(self.bucketization_bound)
         return out
 
 
@@ -125,7 +283,10 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
     -----
     Estimated counts are clamped to [0, class total] before the ratios are
     formed (a named post-processing step: noisy counts can leave that range).
-    A ratio with an estimated denominator <= 0 is reported as NaN.
+    A ratio with an estimated denominator <= 0 is reported as NaN. Each
+    metric's delta-method gradient is evaluated at these reported counts (a
+    choice: before the registry, recall's and FPR's used the unclamped prefix
+    count, which differs only where the clamp acts).
     """
     tree = hierarchy_of(release)
     t = np.asarray(thresholds, dtype=np.float64)
@@ -137,7 +298,6 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
     tp = np.clip(n_pos - below_pos, 0.0, n_pos)
     fp = np.clip(n_neg - below_neg, 0.0, n_neg)
     tn = n_neg - fp
-    m = n_pos + n_neg
 
     # Each class enters through its prefix count X (below t) and its total T:
     # Var, Cov(X, T) and Var(T) per threshold in O(b·h) (never a (k+1)² matrix),
@@ -164,53 +324,18 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
             var = var + np.einsum("mi,mij,mj->m", g, split, g)
         return np.asarray(var, dtype=np.float64)
 
-    def var_pos(gx: Any, gt: Any) -> NDArray[np.float64]:
-        """Var(gx·X⁺ + gt·T⁺) for every threshold."""
-        return var_of(gx, gt, 0.0 * gx, 0.0 * gx)
-
-    def var_neg(gx: Any, gt: Any) -> NDArray[np.float64]:
-        return var_of(0.0 * gx, 0.0 * gx, gx, gt)
-
-    k = flat.shape[0]
+    # The counts clamped to [0, class total]; fn and tn complete each class.
+    counts = ConfusionCounts(tp=tp, fp=fp, fn=n_pos - tp, tn=tn)
+    estimates, errors = {}, {}
+    for name, metric in THRESHOLD_METRICS.items():
+        estimates[name] = metric.value(counts)
+        # tp = T⁺ − X⁺, fn = X⁺, fp = T⁻ − X⁻, tn = X⁻ (X below t, T the total):
+        # the chain rule takes the count gradient to the linear queries'.
+        g_tp, g_fp, g_fn, g_tn = metric.gradient(counts)
+        errors[name] = _se(var_of(g_fn - g_tp, g_tp, g_tn - g_fp, g_fp))
     r, _ = tree.spec.grid.locate(flat)
     n_leaves = tree.spec.n_leaves
     with np.errstate(divide="ignore", invalid="ignore"):
-        recall = np.where(n_pos > 0, tp / n_pos, np.nan)
-        fpr = np.where(n_neg > 0, fp / n_neg, np.nan)
-        pred_pos = tp + fp
-        precision = np.where(pred_pos > 0, tp / pred_pos, np.nan)
-        accuracy = np.where(m > 0, (tp + tn) / m, np.nan)
-        # recall = (T − X)/T = 1 − X/T: gradient −1/T on X, X/T² on T (class 1).
-        recall_var = (
-            var_pos(np.full(k, -1 / n_pos), below_pos / n_pos**2)
-            if n_pos > 0
-            else np.full(k, np.nan)
-        )
-        fpr_var = (
-            var_neg(np.full(k, -1 / n_neg), below_neg / n_neg**2)
-            if n_neg > 0
-            else np.full(k, np.nan)
-        )
-        # precision = TP/(TP+FP), TP = T⁺ − X⁺, FP = T⁻ − X⁻ (the classes' noise is
-        # independent; under level assignment their split errors are not).
-        d2 = np.where(pred_pos > 0, pred_pos**2, np.nan)
-        g_tp, g_fp = fp / d2, -tp / d2
-        precision_var = var_of(-g_tp, g_tp, -g_fp, g_fp)
-        # accuracy = (T⁺ − X⁺ + X⁻)/(T⁺ + T⁻).
-        acc = np.nan_to_num(accuracy)
-        acc_var = (
-            var_of(np.full(k, -1 / m), (1 - acc) / m, np.full(k, 1 / m), -acc / m)
-            if m > 0
-            else np.full(k, np.nan)
-        )
-        # positive rate = 1 − (X⁺ + X⁻)/(T⁺ + T⁻).
-        positive_rate = np.where(m > 0, pred_pos / m, np.nan)
-        pr = np.nan_to_num(positive_rate)
-        pr_var = (
-            var_of(np.full(k, -1 / m), (1 - pr) / m, np.full(k, -1 / m), (1 - pr) / m)
-            if m > 0
-            else np.full(k, np.nan)
-        )
         leaf_idx = np.minimum(r, n_leaves - 1)
         leaf_pos = np.maximum(tree.leaves[1, leaf_idx], 0.0) / max(n_pos, 1.0)
         leaf_neg = np.maximum(tree.leaves[0, leaf_idx], 0.0) / max(n_neg, 1.0)
@@ -221,19 +346,11 @@ def threshold_metrics(release: Any, thresholds: Any) -> ThresholdMetrics:
 
     return ThresholdMetrics(
         threshold=shaped(flat),
-        precision=shaped(precision),
-        recall=shaped(recall),
-        fpr=shaped(fpr),
-        accuracy=shaped(accuracy),
-        precision_se=shaped(_se(precision_var)),
-        recall_se=shaped(_se(recall_var)),
-        fpr_se=shaped(_se(fpr_var)),
-        accuracy_se=shaped(_se(acc_var)),
+        estimates={k: shaped(v) for k, v in estimates.items()},
+        standard_errors={k: shaped(v) for k, v in errors.items()},
         bucketization_bound=shaped(bound),
         tp=shaped(tp),
         fp=shaped(fp),
         positives=n_pos,
         negatives=n_neg,
-        positive_rate=shaped(positive_rate),
-        positive_rate_se=shaped(_se(pr_var)),
     )

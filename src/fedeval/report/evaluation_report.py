@@ -20,6 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
+from fedeval.metrics.confusion import THRESHOLD_METRICS
 from fedeval.report.files import json_safe, prepare_out_dir, write_report_files
 from fedeval.report.style import (
     fmt,
@@ -299,7 +300,7 @@ def evaluation_payload(
         at = []
         for i, t in enumerate(thresholds):
             row: dict[str, Any] = {"threshold": float(t)}
-            for metric in ("precision", "recall", "fpr", "accuracy"):
+            for metric in THRESHOLD_METRICS:
                 ex = at_exact.get(float(t), {}).get(metric)
                 row[metric] = _value(
                     np.asarray(getattr(m, metric))[i], np.asarray(getattr(m, f"{metric}_se"))[i], ex
@@ -446,8 +447,8 @@ def write_report(
         for at in ev["at_threshold"]:
             r: dict[str, Any] = {"setting": name, "threshold": f"{at['threshold']:g}"}
             e: dict[str, Any] = dict(r)
-            for metric in ("precision", "recall", "fpr", "accuracy"):
-                r[metric] = with_se(at[metric])
+            for metric, spec in THRESHOLD_METRICS.items():
+                r[spec.label] = with_se(at[metric])
                 if "exact" in at[metric]:
                     e[f"{metric} |error|"] = at[metric]["abs_error"]
             thr_rows.append(r)
