@@ -43,6 +43,7 @@ from fedeval.data import Federation, Scan
 from fedeval.evaluation import Evaluation, resolve_parameters
 from fedeval.exceptions import SmallDataWarning
 from fedeval.metrics.binned_calibration import binned_calibration_error
+from fedeval.metrics.confusion import THRESHOLD_METRICS, ConfusionCounts, sampling_variance
 from fedeval.metrics.dense import statistic_gradients
 from fedeval.metrics.paired import influence_variance
 from fedeval.planning import plan
@@ -70,15 +71,11 @@ __all__ = [
 HIGHER_IS_BETTER = {
     "roc_auc": True,
     "average_precision": True,
-    "recall": True,
     "tpr": True,
-    "precision": True,
-    "accuracy": True,
-    "fpr": False,
-    "positive_rate": True,
+    **{name: m.higher_is_better for name, m in THRESHOLD_METRICS.items()},
     "calibration_error": False,
 }
-_THRESHOLD_METRICS = ("recall", "tpr", "precision", "accuracy", "fpr", "positive_rate")
+_THRESHOLD_METRICS = ("tpr", *THRESHOLD_METRICS)
 
 
 # ----------------------------------------------------------------- results
@@ -421,19 +418,10 @@ def _slice_value(ev: Evaluation, metric: str, threshold: float | None) -> SliceV
     name = "recall" if metric == "tpr" else metric
     value = float(np.asarray(getattr(m, name)))
     se = float(np.asarray(getattr(m, f"{name}_se")))
-    base = {
-        "recall": totals[1],
-        "fpr": totals[0],
-        "precision": float(np.asarray(m.tp) + np.asarray(m.fp)),
-        "accuracy": float(totals.sum()),
-        "positive_rate": float(totals.sum()),
-    }[name]
-    with np.errstate(invalid="ignore"):
-        sampling = (
-            math.sqrt(max(value * (1.0 - value), 0.0) / base)
-            if base > 0 and math.isfinite(value)
-            else math.nan
-        )
+    tp, fp = float(np.asarray(m.tp)), float(np.asarray(m.fp))
+    counts = ConfusionCounts(*(np.array([v]) for v in (tp, fp, totals[1] - tp, totals[0] - fp)))
+    var = float(sampling_variance(THRESHOLD_METRICS[name], counts)[0])
+    sampling = math.sqrt(max(var, 0.0)) if math.isfinite(value) and math.isfinite(var) else math.nan
     return SliceValue(value, se, sampling)
 
 

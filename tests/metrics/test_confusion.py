@@ -19,6 +19,7 @@ from fedeval.metrics.confusion import (
     THRESHOLD_METRICS,
     ConfusionCounts,
     exact_threshold_metrics,
+    sampling_variance,
     threshold_metrics,
 )
 
@@ -109,3 +110,29 @@ def test_every_registered_metric_reaches_results_json(tmp_path: Path) -> None:
     for name in THRESHOLD_METRICS:
         assert row[name]["estimate"] == pytest.approx(float(getattr(ev.at_threshold(0.5), name)))
     assert "F1" in paths["markdown"].read_text()
+
+
+def test_sampling_variance_is_binomial_for_proportions_and_right_for_f1() -> None:
+    """Var from sampling the examples: p(1 − p)/n for recall; for F1, the spread over
+    600 fresh samples of 3,000 examples (relative SD of a sample SD ≈ 1/√1200 ≈ 2.9 %;
+    band 4 of those plus 3 % for the linearisation)."""
+    c = ConfusionCounts(*(np.array([v]) for v in (300.0, 120.0, 80.0, 500.0)))
+    recall = 300 / 380
+    assert sampling_variance(THRESHOLD_METRICS["recall"], c)[0] == pytest.approx(
+        recall * (1 - recall) / 380
+    )
+    rng = np.random.default_rng(8)
+    f1s, variances = [], []
+    for _ in range(600):
+        s, y = _on_leaf_midpoints(3_000, int(rng.integers(2**31)))
+        pred = s >= 0.5
+        counts = ConfusionCounts(
+            *(
+                np.array([float(np.count_nonzero(mask))])
+                for mask in (pred & (y == 1), pred & (y == 0), ~pred & (y == 1), ~pred & (y == 0))
+            )
+        )
+        f1s.append(float(THRESHOLD_METRICS["f1"].value(counts)[0]))
+        variances.append(float(sampling_variance(THRESHOLD_METRICS["f1"], counts)[0]))
+    ratio = np.sqrt(np.mean(variances)) / np.std(f1s, ddof=1)
+    assert abs(ratio - 1) < 4 / np.sqrt(2 * 600) + 0.03, ratio

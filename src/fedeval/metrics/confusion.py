@@ -32,6 +32,7 @@ __all__ = [
     "ThresholdMetric",
     "ThresholdMetrics",
     "exact_threshold_metrics",
+    "sampling_variance",
     "threshold_metrics",
 ]
 
@@ -73,12 +74,15 @@ class ThresholdMetric:
         its denominator is not positive).
     gradient : callable
         ``gradient(c)`` → (∂/∂tp, ∂/∂fp, ∂/∂fn, ∂/∂tn) at ``c``.
+    higher_is_better : bool
+        Direction, for the best and worst slice (:mod:`fedeval.slicing`).
     """
 
     name: str
     label: str
     value: Callable[[ConfusionCounts], Array]
     gradient: Callable[[ConfusionCounts], tuple[Array, Array, Array, Array]]
+    higher_is_better: bool = True
 
 
 def _ratio(num: Any, den: Any) -> Array:
@@ -139,7 +143,9 @@ THRESHOLD_METRICS: dict[str, ThresholdMetric] = {
             "precision", "precision", lambda c: _ratio(c.tp, c.tp + c.fp), _precision_gradient
         ),
         ThresholdMetric("recall", "recall", lambda c: _ratio(c.tp, c.tp + c.fn), _recall_gradient),
-        ThresholdMetric("fpr", "FPR", lambda c: _ratio(c.fp, c.fp + c.tn), _fpr_gradient),
+        ThresholdMetric(
+            "fpr", "FPR", lambda c: _ratio(c.fp, c.fp + c.tn), _fpr_gradient, higher_is_better=False
+        ),
         ThresholdMetric(
             "accuracy", "accuracy", lambda c: _ratio(c.tp + c.tn, _total(c)), _accuracy_gradient
         ),
@@ -154,6 +160,24 @@ THRESHOLD_METRICS: dict[str, ThresholdMetric] = {
         ),
     )
 }
+
+
+def sampling_variance(metric: ThresholdMetric, counts: ConfusionCounts) -> Array:
+    """Delta-method variance of ``metric`` from sampling the examples (not the noise).
+
+    The m examples fall in the four cells multinomially, Var(c_i) = m p_i (1 − p_i)
+    and Cov(c_i, c_j) = −m p_i p_j, so for the gradient g at the counts c
+    Var f ≈ Σ c_i g_i² − (Σ c_i g_i)² / m. For a ratio of counts (precision,
+    recall, FPR, accuracy, positive rate, F1: homogeneous of degree 0) the
+    second term vanishes and this is the binomial p(1 − p)/n of a proportion
+    over its own denominator.
+    """
+    grads = metric.gradient(counts)
+    cells = (counts.tp, counts.fp, counts.fn, counts.tn)
+    m = _total(counts)
+    first = sum(c * g**2 for c, g in zip(cells, grads, strict=True))
+    second = sum(c * g for c, g in zip(cells, grads, strict=True))
+    return np.asarray(first - _ratio(second**2, m), dtype=np.float64)
 
 
 def exact_threshold_metrics(
