@@ -43,9 +43,14 @@ window.addEventListener('error', e => {
 window.addEventListener('load', () => {
   const im = [...document.images];
   const ok = im.filter(i => i.complete && i.naturalWidth > 0).length;
+  // A table wider than its box scrolls sideways: in a screenshot or a print it is cut off.
+  const cut = [...document.querySelectorAll('.table-wrap')]
+    .filter(w => w.scrollWidth > w.clientWidth + 1)
+    .map(w => (w.previousElementSibling ? w.previousElementSibling.textContent : '?')
+              + ': ' + w.scrollWidth + ' > ' + w.clientWidth + ' px');
   document.documentElement.setAttribute('data-check', JSON.stringify(
     {errors: window.__errors, images: im.length, images_ok: ok,
-     width: document.documentElement.scrollWidth}));
+     width: document.documentElement.scrollWidth, cut_tables: cut}));
 });
 </script>"""
 
@@ -83,7 +88,7 @@ def check_page(page: Path, tmp: Path) -> dict[str, object]:
     text = page.read_text(encoding="utf-8")
     probe = tmp / f"probe-{page.name}"
     probe.write_text(text.replace("<head>", "<head>" + RECORDER, 1), encoding="utf-8")
-    res = _run_chromium(probe, tmp / "profile", "--dump-dom")
+    res = _run_chromium(probe, tmp / "profile", "--dump-dom", "--window-size=1280,3200")
     m = re.search(r"data-check=\"([^\"]*)\"", res.stdout)
     assert m, f"page did not finish loading: {res.stderr[-2000:]}"
     found: dict[str, object] = json.loads(html.unescape(m.group(1)))
@@ -130,7 +135,19 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "n_examples": None,
         "score_range": [0.0, 1.0],
     }
-    paths = fe.report.write_report(evs, out / "ev", title="browser check", source=source)
+    # With the exact values (--compare-exact) the summary has its widest layout: issue 29
+    # found that table cut off at 1400 px.
+    from fedeval.cli import _exact
+
+    thresholds = (0.25, 0.5, 0.75)
+    paths = fe.report.write_report(
+        evs,
+        out / "ev",
+        title="browser check",
+        source=source,
+        thresholds=thresholds,
+        exact=_exact(s, y, thresholds),
+    )
     train, test = fe.partition.split_clients(fed, 0.3, rng=0)
     cal = fe.calibrate(train, fe.DistributedDP(1.0), method="bbq", rng=0)
     cal_paths = write_calibration_report(cal, test.scores, test.labels, out / "cal", source="x.csv")
@@ -197,6 +214,7 @@ def test_report_renders_without_errors_and_every_image_loads(
     assert found["errors"] == [] and found["console"] == [], found
     assert found["images"] == found["images_ok"] and found["images"] >= 1, found
     assert found["width"] <= 1280, found  # no horizontal overflow at a laptop width
+    assert found["cut_tables"] == [], found  # issue 29: the binary summary table was cut off
     shot = screenshot(page, tmp_path, f"{which}-report.png")
     print(f"screenshot: {shot}")
 

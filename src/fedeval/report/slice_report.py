@@ -173,12 +173,14 @@ def write_slice_report(
             ("positive_rate", t),
         )
     }
-    rows = []
+    # Two tables, so that each fits the page (issue 29: a 12-column table was cut off).
+    rows, threshold_rows = [], []
     for k, ev in sev.items():
         auc = metrics["roc_auc"][k]
         lo, hi = auc_iv[k]
+        name = str(k) + (" (undeclared values)" if k == sev.other else "")
         row: dict[str, Any] = {
-            slice_name: str(k) + (" (undeclared values)" if k == sev.other else ""),
+            slice_name: name,
             "positives (released)": f"{ev.n_positives:,.1f}",
             "negatives (released)": f"{ev.n_negatives:,.1f}",
             "ROC AUC": auc.estimate,
@@ -186,14 +188,19 @@ def write_slice_report(
             "sampling SE": auc.sampling_se,
             "simultaneous 95 %": f"[{fmt(lo)}, {fmt(hi)}]",
             "avg precision": metrics["average_precision"][k].estimate,
-            f"TPR@{t:g}": metrics["recall"][k].estimate,
-            f"FPR@{t:g}": metrics["fpr"][k].estimate,
-            f"pos. rate@{t:g}": metrics["positive_rate"][k].estimate,
-            "ECE [interval]": f"{fmt(ce[k][0])} [{fmt(ce[k][1])}, {fmt(ce[k][2])}]",
         }
         if exact and k in exact:
             row["exact AUC"] = exact[k]
         rows.append(row)
+        threshold_rows.append(
+            {
+                slice_name: name,
+                f"TPR@{t:g}": metrics["recall"][k].estimate,
+                f"FPR@{t:g}": metrics["fpr"][k].estimate,
+                f"positive rate@{t:g}": metrics["positive_rate"][k].estimate,
+                "ECE [interval]": f"{fmt(ce[k][0])} [{fmt(ce[k][1])}, {fmt(ce[k][2])}]",
+            }
+        )
     gap_rows = []
     for label, g in (
         ("ROC AUC", sev.gap("roc_auc")),
@@ -237,6 +244,7 @@ def write_slice_report(
         "<figcaption>Per-slice estimates with simultaneous 95 % intervals; the worst slice in "
         "red and the interval of its true value shaded.</figcaption></figure></section>"
         f"<h2>Slices</h2>{html_table(rows)}<p>{html.escape(worst_text)}</p>"
+        f"<h3>At threshold {t:g}, and calibration</h3>{html_table(threshold_rows)}"
         f"<h2>Gaps between slices</h2>{html_table(gap_rows)}"
         f"<p class='note'>{html.escape(note)}</p>"
         f"<h2>Privacy receipt</h2>{receipt_block(sev.receipt)}"
@@ -245,6 +253,7 @@ def write_slice_report(
     md = [f"# {title}", ""]
     md += [line.replace("<b>", "**").replace("</b>", "**") + "\n" for line in header]
     md += ["## Slices", "", md_table(rows), "", worst_text, ""]
+    md += [f"### At threshold {t:g}, and calibration", "", md_table(threshold_rows), ""]
     md += ["## Gaps between slices", "", md_table(gap_rows), "", note, ""]
     md += ["## Privacy receipt", "", *receipt_lines(sev.receipt)]
     return write_report_files(out, html_doc, "\n".join(md), payload)

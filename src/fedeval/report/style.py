@@ -44,8 +44,10 @@ figcaption{color:var(--muted);font-size:.85em;max-width:520px;padding:.3em .2em 
 .table-wrap{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:13px;margin:.4em 0 1em;font-variant-numeric:tabular-nums}
 th,td{padding:4px 9px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
-th{background:var(--bg);font-weight:600;border-bottom:2px solid var(--line)}
+th{background:var(--bg);font-weight:600;border-bottom:2px solid var(--line);white-space:normal;
+ vertical-align:bottom}
 td:first-child,th:first-child{text-align:left}
+td.text{white-space:normal;text-align:left;min-width:14em}
 tr:hover td{background:#fafbfd}
 .receipt{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:.8em 1.1em;
  margin:.8em 0}
@@ -104,6 +106,10 @@ def unit_in_words(unit: str) -> str:
     return _UNITS.get(unit, unit)
 
 
+#: Characters beyond which a table cell of text (with spaces) may wrap.
+TEXT_CELL = 28
+
+
 def md_table(rows: Sequence[Mapping[str, Any]]) -> str:
     if not rows:
         return ""
@@ -118,10 +124,14 @@ def html_table(rows: Sequence[Mapping[str, Any]]) -> str:
         return ""
     cols = list(dict.fromkeys(k for r in rows for k in r))
     head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in cols)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(fmt(r.get(c)))}</td>" for c in cols) + "</tr>"
-        for r in rows
-    )
+
+    def cell(value: Any) -> str:
+        text = fmt(value)
+        # Numbers stay on one line; prose (a model's name, a note) wraps so the table fits.
+        wrap = " class='text'" if len(text) > TEXT_CELL and " " in text else ""
+        return f"<td{wrap}>{html.escape(text)}</td>"
+
+    body = "".join("<tr>" + "".join(cell(r.get(c)) for c in cols) + "</tr>" for r in rows)
     return (
         f"<div class='table-wrap'><table><thead><tr>{head}</tr></thead>"
         f"<tbody>{body}</tbody></table></div>"
