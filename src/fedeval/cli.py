@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from fedeval.cli_common import (
     CLIError,
@@ -100,6 +100,10 @@ class _Steps:
     elapsed time keeps moving through long steps (a release on millions of rows).
     """
 
+    #: Bars drawn and not yet closed: :func:`main` clears them before printing an error,
+    #: so the error is one line of its own, never glued to a bar.
+    open_bars: ClassVar[list[_Steps]] = []
+
     def __init__(self, total: int, desc: str, *, disable: bool) -> None:
         from tqdm import tqdm
 
@@ -110,6 +114,7 @@ class _Steps:
             file=sys.stderr,
             bar_format="{desc}: {n}/{total} steps |{bar:20}| {elapsed}{postfix}",
         )
+        _Steps.open_bars.append(self)
 
     @contextmanager
     def step(self, what: str) -> Iterator[None]:
@@ -142,6 +147,16 @@ class _Steps:
     def close(self) -> None:
         self._bar.set_postfix_str("done")
         self._bar.close()
+        if self in _Steps.open_bars:
+            _Steps.open_bars.remove(self)
+
+    @classmethod
+    def clear_all(cls) -> None:
+        """Erase every open bar (an error message follows)."""
+        while cls.open_bars:
+            bar = cls.open_bars.pop()._bar
+            bar.leave = False
+            bar.close()
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -419,6 +434,8 @@ def _read_input(args: argparse.Namespace, steps: _Steps) -> Any:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     privacy = _privacy(args)
+    if (args.slice is None) != (args.slice_values is None):
+        raise CLIError("--slice and --slice-values go together: the column and its public values")
     _check_out(args.out, args.force)
     import fedeval as fe
     from fedeval.privacy.models import model_label
@@ -429,8 +446,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     fed = _read_input(args, steps)
     name = model_label(privacy)
-    if (args.slice is None) != (args.slice_values is None):
-        raise CLIError("--slice and --slice-values go together: the column and its public values")
     if fed.kind != "binary":
         if args.slice is not None:
             raise CLIError("--slice applies to binary scores (one --score column)")
@@ -637,6 +652,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     privacy = _privacy(args)
     if args.margin is not None and not (args.margin >= 0 and args.margin < float("inf")):
         raise CLIError(f"--margin must be a finite number >= 0, got {args.margin:g}")
+    if args.score_a == args.score_b:
+        raise CLIError(
+            f"--score-a and --score-b name the same column {args.score_a!r}: a comparison "
+            "needs the scores of two models"
+        )
     _check_out(args.out, args.force)
     import fedeval as fe
     from fedeval.privacy.models import model_label
@@ -968,11 +988,19 @@ def _add_privacy_arguments(p: argparse.ArgumentParser, choices: Sequence[str]) -
         )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage block stays in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        _Steps.clear_all()
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from fedeval import __version__
 
     fmt = _HelpFormatter
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fedeval",
         description="Private federated evaluation and calibration of classifiers: ROC AUC, "
         "ROC/PR curves, threshold metrics and calibrators from secure-aggregated, "
@@ -1319,8 +1347,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _warnings_as_lines():
             return int(func(args))
     except (CLIError, ValueError, TypeError, FileNotFoundError) as exc:
+        _Steps.clear_all()
         print(f"fedeval: error: {_cli_words(str(exc))}", file=sys.stderr)
         return 2
+    finally:
+        _Steps.open_bars.clear()
 
 
 if __name__ == "__main__":  # pragma: no cover

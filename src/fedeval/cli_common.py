@@ -79,8 +79,21 @@ def describe_facts(facts: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------- arguments
+def seed_value(text: str) -> int:
+    """``--seed``: a non-negative integer (numpy's seeds), checked when the line is parsed."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
 def add_common_output(p: argparse.ArgumentParser, out: str) -> None:
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh randomness)")
+    p.add_argument(
+        "--seed", type=seed_value, default=None, help="random seed (default: fresh randomness)"
+    )
     p.add_argument("--out", default=out, help="report directory (must be empty or new)")
     p.add_argument("--force", action="store_true", help="write into --out even if it is not empty")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")

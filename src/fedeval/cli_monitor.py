@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fedeval.cli_common import print_json
+from fedeval.cli_common import print_json, seed_value
 
 __all__ = ["add_monitor_arguments", "cmd_monitor"]
 
@@ -97,7 +97,11 @@ def add_monitor_arguments(p: argparse.ArgumentParser) -> None:
         help="the metric drawn over time",
     )
     p.add_argument(
-        "--window", type=int, default=8, help="periods of the windowed trend and the drift test"
+        "--window",
+        type=int,
+        default=None,
+        help="periods of the windowed trend and the drift test (default: 8, or the horizon "
+        "if shorter)",
     )
     p.add_argument(
         "--alpha",
@@ -112,7 +116,9 @@ def add_monitor_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="simulation only: also compute the exact metric at every period",
     )
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh randomness)")
+    p.add_argument(
+        "--seed", type=seed_value, default=None, help="random seed (default: fresh randomness)"
+    )
     p.add_argument(
         "--out", default="fedeval-monitor", help="report directory (must be empty or new)"
     )
@@ -148,10 +154,17 @@ def _check(args: argparse.Namespace) -> None:
             raise _error("--contribution-bound protects clients: give their --client column")
     if args.score_min >= args.score_max:
         raise _error("--score-min must be below --score-max")
+    if args.window is None:
+        args.window = min(8, args.horizon) if args.horizon else 8
     if args.window < 1:
         raise _error(f"--window must be >= 1, got {args.window}")
     if not 0 < args.alpha < 1:
         raise _error(f"--alpha must lie in (0, 1), got {args.alpha:g}")
+    if args.horizon is not None and args.window > args.horizon:
+        raise _error(
+            f"--window ({args.window}) is longer than --horizon ({args.horizon}): the window "
+            "is the last periods of the horizon"
+        )
     if args.period is not None and args.horizon is None:
         raise _error("--period needs --horizon: the schedule is declared, never read from the data")
 
