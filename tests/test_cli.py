@@ -309,6 +309,15 @@ def test_one_class_under_dp_is_released_with_a_warning(
     assert any("released" in ln for ln in lines)
     assert ".py:" not in err and "warnings.warn" not in err
     assert len(lines) == len(set(lines))
+    # The command's warnings show whatever filters the process set before (a caller's
+    # "ignore", or a warning shown once already by an earlier call at the same line).
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main([*args, "--epsilon", "1", "--out", str(tmp_path / "b"), "--seed", "1"])
+    again = [ln for ln in capsys.readouterr().err.splitlines() if "warning" in ln]
+    assert code == 0 and sorted(again) == sorted(lines)
 
 
 @pytest.mark.parametrize(

@@ -1333,7 +1333,12 @@ def _warnings_as_lines() -> Iterator[None]:
             seen.add(text)
             _print_line(f"fedeval: warning: {text}")
 
+    from fedeval.exceptions import FedevalWarning
+
     with warnings.catch_warnings():
+        # Every fedeval warning of this command, even if the process showed it before (the
+        # "default" action shows one once per code location per process; ``seen`` dedupes).
+        warnings.simplefilter("always", FedevalWarning)
         warnings.showwarning = show
         yield
 
