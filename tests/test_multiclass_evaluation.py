@@ -409,3 +409,27 @@ def test_repr_is_one_short_line_without_arrays() -> None:
     assert "n_classes=3" in text and "unit='none'" in text
     ev.standard_errors  # noqa: B018 - once computed, the repr shows them
     assert f"roc_auc={ev.roc_auc:.4f} ± 0" in repr(ev)
+
+
+def test_cli_compare_exact_for_several_score_columns(
+    multiclass_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29: --compare-exact worked for binary tasks only. Under SA each exact value is
+    within the release's stated bound (exact counts; only the bins move a value)."""
+    out = tmp_path / "rep"
+    code = main(
+        ["evaluate", str(multiclass_csv), "--score", "p0", "p1", "p2", "p3", "--label", "y",
+         "--client", "c", "--privacy", "sa", "--out", str(out), "--json", "--compare-exact"]
+    )  # fmt: skip
+    assert code == 0
+    payload = json.loads(capsys.readouterr().out)
+    exact, released = payload["exact"], payload["summary"]
+    bounds = released["bounds"]
+    assert set(exact) >= {"accuracy", "macro_f1", "roc_auc", "ece_top_label", "log_loss"}
+    for key in ("accuracy", "balanced_accuracy", "macro_f1", "top_2_accuracy"):
+        value = released["top_k_accuracy"]["2"] if key == "top_2_accuracy" else released[key]
+        assert exact[key] == pytest.approx(value, abs=1e-12), key
+    for key, bound in (("roc_auc", "roc_auc"), ("ece_top_label", "ece"), ("log_loss", "log_loss"),
+                       ("brier", "brier")):  # fmt: skip
+        assert abs(exact[key] - released[key]) <= bounds[bound] + 1e-12, key
+    assert "|error|" in (out / "report.md").read_text()

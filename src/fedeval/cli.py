@@ -23,6 +23,7 @@ pandas, scipy and matplotlib are imported inside the command functions), so
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import time
@@ -491,6 +492,44 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exact_multiclass(fed: Any, parameters: dict[str, Any]) -> dict[str, float]:
+    """The metrics of the console table on the clear data (simulation: ``--compare-exact``).
+
+    Same definitions as the release: top-label ECE over ``ece_bins`` equal-width
+    left-closed bins of the top probability, log loss of the true-class probability
+    clipped at p_min = exp(−log_loss_bound), Brier Σ_j (p_j − y_j)², macro
+    one-vs-rest AUC over the classes present.
+    """
+    import numpy as np
+    from sklearn import metrics as skm
+
+    from fedeval.sketches.multiclass import softmax
+
+    scores = np.asarray(fed.scores, dtype=np.float64)
+    p = softmax(scores.copy()) if fed.kind == "logits" else scores
+    y = np.asarray(fed.labels, dtype=np.int64)
+    n, k = p.shape
+    pred = p.argmax(axis=1)
+    top = p[np.arange(n), pred]
+    m = int(parameters["ece_bins"])
+    bins = np.minimum((top * m).astype(np.int64), m - 1)
+    hits = np.bincount(bins, weights=(pred == y).astype(np.float64), minlength=m)
+    conf = np.bincount(bins, weights=top, minlength=m)
+    present = [j for j in range(k) if 0 < np.count_nonzero(y == j) < n]
+    floor = math.exp(-float(parameters["log_loss_bound"]))
+    onehot = np.eye(k)[y]
+    return {
+        "accuracy": float(np.mean(pred == y)),
+        "balanced_accuracy": float(skm.balanced_accuracy_score(y, pred)),
+        "macro_f1": float(skm.f1_score(y, pred, average="macro", labels=np.arange(k))),
+        "roc_auc": float(np.mean([skm.roc_auc_score(y == j, p[:, j]) for j in present])),
+        "ece_top_label": float(np.abs(hits - conf).sum() / n),
+        "log_loss": float(np.mean(-np.log(np.maximum(p[np.arange(n), y], floor)))),
+        "brier": float(np.mean(((p - onehot) ** 2).sum(axis=1))),
+        "top_2_accuracy": float(skm.top_k_accuracy_score(y, p, k=2, labels=np.arange(k))),
+    }
+
+
 def _evaluate_multiclass(
     args: argparse.Namespace, fed: Any, privacy: PrivacyModel, name: str, steps: _Steps
 ) -> int:
@@ -505,7 +544,6 @@ def _evaluate_multiclass(
             ("--height", args.height, None),
             ("--buckets", args.buckets, None),
             ("--quantiles", args.quantiles, None),
-            ("--compare-exact", args.compare_exact, False),
         )
         if value != default
     ]
@@ -520,18 +558,21 @@ def _evaluate_multiclass(
         )
         _ = mev.standard_errors
     facts = public_facts(fed, [privacy], None, args.public_clients)
+    exact = _exact_multiclass(fed, mev.parameters) if args.compare_exact else None
     with steps.step("writing report"):
-        paths = write_multiclass_report(mev, args.out, name=name, force=args.force, source=facts)
+        paths = write_multiclass_report(
+            mev, args.out, name=name, force=args.force, source=facts, exact=exact
+        )
     steps.close()
     if args.json:
-        payload = results_document(mev, source=facts)
+        payload = results_document(mev, source=facts, exact=exact)
         payload["report"] = {k: str(v) for k, v in paths.items()}
         print_json(payload)
         return 0
     print(f"{describe_facts(facts)}, {fed.n_classes} classes")
     print(_receipt_line(mev.receipt))
     se = mev.standard_errors
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"metric": k, "estimate": float(mev.values[k]), "se": float(se[k])}
         for k in ("accuracy", "balanced_accuracy", "macro_f1", "roc_auc", "ece_top_label",
                   "ece_classwise", "log_loss", "brier")
@@ -540,6 +581,11 @@ def _evaluate_multiclass(
         {"metric": "top_2_accuracy", "estimate": mev.top_k_accuracy(2),
          "se": mev.top_k_accuracy_se(2)}
     )  # fmt: skip
+    if exact is not None:  # simulation: the clear data's values beside the release's
+        for row in rows:
+            if row["metric"] in exact:
+                row["exact"] = exact[row["metric"]]
+                row["|error|"] = abs(row["estimate"] - exact[row["metric"]])
     print()
     _print_table(rows)
     print(f"\nreport: {paths['html']}")

@@ -63,7 +63,7 @@ def _commands(data: dict[str, Path]) -> dict[str, list[str]]:
             "evaluate", b, "--score", "lr", *base, *dp, "--unit", "client",
             "--contribution-bound", "12",
         ],
-        "evaluate-multiclass": ["evaluate", m, "--score", *cols, *base, *dp],
+        "evaluate-multiclass": ["evaluate", m, "--score", *cols, *base, *dp, "--compare-exact"],
         "evaluate-slices": [
             "evaluate", b, "--score", "lr", *base, *dp, "--slice", "region",
             "--slice-values", "EU", "US",

@@ -171,7 +171,10 @@ SCHEMA = "fedeval.multiclass_evaluation/1"
 
 
 def results_document(
-    ev: MulticlassEvaluation, *, source: Mapping[str, Any] | None = None
+    ev: MulticlassEvaluation,
+    *,
+    source: Mapping[str, Any] | None = None,
+    exact: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The JSON shape of a multiclass evaluation (schema ``fedeval.multiclass_evaluation/1``).
 
@@ -179,11 +182,14 @@ def results_document(
     :meth:`~fedeval.multiclass_evaluation.MulticlassEvaluation.summary` (every
     metric with its standard error, the bounds, the parameters) without its
     receipt, which stands at the top level as in every fedeval document
-    (``results.schema.json``). NaN is null.
+    (``results.schema.json``). ``exact`` (simulations, ``--compare-exact``)
+    holds the clear data's values of the same metrics. NaN is null.
     """
     summary = ev.summary()
     receipt = summary.pop("receipt")
     out = {"schema": SCHEMA, "input": dict(source or {}), "receipt": receipt, "summary": summary}
+    if exact is not None:
+        out["exact"] = dict(exact)
     return dict(json_safe(out))
 
 
@@ -195,6 +201,7 @@ def write_multiclass_report(
     title: str = "fedeval multiclass report",
     force: bool = False,
     source: Mapping[str, Any] | None = None,
+    exact: Mapping[str, float] | None = None,
 ) -> dict[str, Path]:
     """Write ``report.html`` (figures embedded), ``report.md`` and ``results.json``.
 
@@ -209,6 +216,9 @@ def write_multiclass_report(
         Overwrite the report files in a non-empty ``out_dir``.
     source : mapping, optional
         Public facts about the input (``results.json``'s ``input``).
+    exact : mapping, optional
+        Simulations only: the clear data's values of the summary's metrics, shown
+        beside the release's with their absolute errors.
 
     Returns
     -------
@@ -223,6 +233,13 @@ def write_multiclass_report(
     out = Path(out_dir)
     out = prepare_out_dir(out, force=force)
     scalars, per_class = _rows(ev)
+    if exact is not None:  # simulation: the clear data's values beside the release's
+        keys = dict(_SCALARS) | {"top-2 accuracy": "top_2_accuracy"}
+        for row in scalars:
+            key = keys.get(row["metric"])
+            if key is not None and key in exact:
+                row["exact"] = exact[key]
+                row["|error|"] = abs(row["value"] - exact[key])
     receipt = ev.privacy_receipt()
     bounds = ev.bounds
     bound_rows = [
@@ -302,4 +319,6 @@ def write_multiclass_report(
         "## Privacy receipt",
         md_table(receipt),
     ]
-    return write_report_files(out, html_doc, "\n".join(md), results_document(ev, source=source))
+    return write_report_files(
+        out, html_doc, "\n".join(md), results_document(ev, source=source, exact=exact)
+    )
