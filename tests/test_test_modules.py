@@ -155,9 +155,6 @@ EXEMPT: dict[str, str] = {
     "sketches/base.py": (
         "the Sketch base class: tested through tests/sketches/test_monoid.py (every sketch)"
     ),
-    "sketches/class_histograms.py": (
-        "tested through tests/calibration/test_multiclass_binning.py and tests/sketches/test_monoid.py"
-    ),
     "sketches/client_count.py": "tested through tests/privacy/test_public_facts.py",
     "sketches/clipped_sums.py": "tested through tests/sketches/test_clipped_vectors.py",
     "sketches/grid.py": "tested through tests/sketches/test_count_bins.py",

@@ -216,11 +216,11 @@ def _check_flags(args: argparse.Namespace) -> None:
             )
 
 
-def _privacy(args: argparse.Namespace) -> PrivacyModel:
+def _privacy(args: argparse.Namespace, **kwargs: Any) -> PrivacyModel:
+    """The privacy model the flags name (checked first); ``kwargs`` add model options."""
     from fedeval.privacy.models import privacy_model
 
     _check_flags(args)
-    kwargs: dict[str, Any] = {}
     if args.privacy == "distdp" and getattr(args, "noise", None):
         kwargs["noise"] = args.noise
     if getattr(args, "unit", "example") == "client":
@@ -862,19 +862,30 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.privacy != "userdp" and args.clip is not None:
         raise CLIError(f"--clip bounds user-level DP updates; it does not apply to {args.privacy}")
-    _check_flags(args)
-    _check_out(args.out, args.force)
-    if not 0.0 < args.test_fraction < 1.0:
-        raise CLIError(f"--test-fraction must lie in (0, 1), got {args.test_fraction:g}")
-    import fedeval as fe
-    from fedeval.privacy.models import privacy_model
-    from fedeval.report.calibration_report import heldout_comparison, write_calibration_report
-
+    multiclass = len(args.score) > 1
+    if multiclass and args.privacy == "ldp":
+        raise CLIError(
+            "local DP calibrates binary scores (one --score column); for several class "
+            "columns use --privacy distdp or central (--method binning or bbq), or userdp"
+        )
+    scaling = args.method not in ("binning", "bbq")
+    if multiclass and scaling and args.privacy in ("distdp", "central"):
+        raise CLIError(
+            f"multiclass --method {args.method} learns from clipped model updates over "
+            f"rounds, which --privacy userdp accounts for; under {args.privacy} use --method "
+            "binning or bbq"
+        )
     kwargs: dict[str, Any] = {}
     if args.privacy == "userdp":
         clip = args.clip or [1.0]
         kwargs["clip"] = clip[0] if len(clip) == 1 else tuple(clip)
-    privacy = privacy_model(args.privacy, epsilon=args.epsilon, delta=args.delta, **kwargs)
+    privacy = _privacy(args, **kwargs)
+    _check_out(args.out, args.force)
+    if not 0.0 < args.test_fraction < 1.0:
+        raise CLIError(f"--test-fraction must lie in (0, 1), got {args.test_fraction:g}")
+    import fedeval as fe
+    from fedeval.report.calibration_report import heldout_comparison, write_calibration_report
+
     steps = _Steps(5, "fedeval calibrate", disable=args.quiet or args.json)
     fed = _read_input(args, steps)
     if fed.kind == "binary" and (args.rounds is not None or args.sampling_rate is not None):
@@ -1008,6 +1019,7 @@ def _add_privacy_arguments(p: argparse.ArgumentParser, choices: Sequence[str]) -
             else ""
         )
         + "; ldp: local DP, each client randomises its own examples"
+        + (" (binary scores)" if "userdp" in choices else "")
         + (
             "; userdp: user-level DP (unit: one client) by clipping + Gaussian"
             if "userdp" in choices
@@ -1259,7 +1271,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="what the score columns hold",
     )
-    _add_privacy_arguments(ca, ["sa", "distdp", "ldp", "userdp"])
+    _add_privacy_arguments(ca, ["sa", "distdp", "central", "ldp", "userdp"])
     ca.add_argument("--delta", type=float, default=None, help="δ, with --privacy userdp")
     ca.add_argument(
         "--clip",

@@ -136,11 +136,14 @@ class Rounds:
             total = np.zeros(sketch.length)
         variance = np.zeros(sketch.length)
         if mech.noise is not None:
+            # Noise shares (distributed DP: one round of every client) come from the clients
+            # whose encodings are summed; the server's Gaussian ignores the count.
+            received = int(chosen.size)
             total = total + sketch.noise_to_values(
-                mech.noise.total(sketch.noise_size, self._gen, 0)
+                mech.noise.total(sketch.noise_size, self._gen, received)
             )
             variance = np.broadcast_to(
-                np.asarray(mech.noise.variance(0), dtype=np.float64), (sketch.length,)
+                np.asarray(mech.noise.variance(received), dtype=np.float64), (sketch.length,)
             ).copy()
         total, variance = in_value_units(sketch, total, variance)
         return Release(sketch, total, variance, mech.receipt, int(chosen.size), "fast")

@@ -370,9 +370,13 @@ def fit_multiclass_binning(
     ----------
     fed : Federation
         Multiclass ("probabilities" or "logits"; logits are softmaxed).
-    privacy : SecureAggregation or UserLevelDP
+    privacy : SecureAggregation, DistributedDP, CentralDP or UserLevelDP
         With UserLevelDP, ``clip`` is C (both histograms) or (C+, C−); the
         noise multiplier z makes the T Poisson-subsampled rounds (ε, δ)-DP.
+        DistributedDP and CentralDP release the exact counts once (T = 1,
+        every client): one example changes one bin of each of the c classes'
+        histograms, L1 = c (example level; B·c for a client of at most B
+        examples), discrete Laplace noise.
     method : {"binning", "bbq"}, keyword-only
         FedBin on ``n_bins`` bins, or FedBBQ on 2^``levels`` bins.
     rounds : int

@@ -14,6 +14,12 @@ where the data is does). Then one client's 2c histograms, scaled by 1/C+ and
 with noise weights C+ and C− (Lemma B.7's 2c-fold count). Clipping makes the
 encoding non-linear, so clients are encoded one by one (vectorised).
 
+Without clipping the histograms are exact integer counts: one example adds 1 to
+one bin of each class's histograms (P_j for its own class, N_j for the c − 1
+others), so adding or removing it has L1 = c and L2 = √c, and distributed or
+central DP can release them at example level (B·c for a client of at most B
+examples).
+
 Clipped histograms are real-valued, so each client sends them in fixed point
 (:mod:`~fedeval.sketches.fixed_point`): every entry rounded to a multiple of
 γ = 2^-20 counts after clipping. Rounding moves an entry by at most γ/2, so a
@@ -92,7 +98,11 @@ class OneVsRestSketch(Sketch):
     n_bins: int
     clip: tuple[float, float] | None = None
     name = "one-vs-rest class histograms"
-    clips_clients = True
+
+    @property
+    def clips_clients(self) -> bool:  # type: ignore[override]
+        """Clipped histograms bound a client (user-level DP); exact counts bound an example."""
+        return self.clip is not None
 
     @property
     def linear(self) -> bool:  # type: ignore[override]
@@ -124,24 +134,14 @@ class OneVsRestSketch(Sketch):
         examples_per_unit: int,
         layout: Layout,
     ) -> Sensitivity:
-        if unit != "client":
-            raise ValueError(
-                "the one-vs-rest histograms are bounded per client by clipping: release them "
-                "under user-level DP with clip=(C+, C−)"
-            )
         c = self.n_classes
         size = c * self.n_bins
         if self.clip is None:
-            # Unclipped counts: one client can change them without bound. Only
-            # exact sums (secure aggregation, no noise) can release them.
-            return Sensitivity(
-                "client",
-                "add_remove",
-                math.inf,
-                math.inf,
-                tuple(Part(q.name, q.length, 0.5, math.inf, math.inf) for q in self.parts),
-                integer=True,
-                derivation="no clipping: a client's histograms are unbounded (exact sums only)",
+            return self._count_sensitivity(unit, neighbouring, examples_per_unit)
+        if unit != "client":
+            raise ValueError(
+                "clipped one-vs-rest histograms bound a client, not an example: release them "
+                "under user-level DP"
             )
         c_pos, c_neg = self.clip
         # Noise weights in units of γ: C±/γ. Rounding adds at most γ√n_bins/2 to a
@@ -168,6 +168,48 @@ class OneVsRestSketch(Sketch):
                 f"have L2 norm ≤ √(2c) = {math.sqrt(2 * c):.4g}, times {grow:.9g} for the "
                 "rounding; " + rounding_note(_STEP, "each clipped entry")
             ),
+        )
+
+    def _count_sensitivity(
+        self, unit: PrivacyUnit, neighbouring: Neighbouring, examples_per_unit: int
+    ) -> Sensitivity:
+        """Exact counts: one example adds 1 to one bin of each of the c classes' histograms.
+
+        For class j the example lands in P_j if it is of class j, else in N_j:
+        c coordinates change by 1 (one positive, c − 1 negative). Adding or
+        removing b examples: L1 = b·c, L2 = b·√c (all b in the same bins);
+        replacing them: twice the L1, √2 times the L2; a changed label moves one
+        example from P_y to N_y and from N_y' to P_y': L1 = 4, L2 = 2.
+        """
+        if unit == "none":
+            raise ValueError("a sensitivity needs a privacy unit")
+        c = self.n_classes
+        size = c * self.n_bins
+        b = int(examples_per_unit)
+        if unit == "label":
+            l1, l2, pos, neg = 4.0, 2.0, 2.0, 2.0
+            what = "a changed label moves one example between two classes' P and N histograms"
+        else:
+            factor = 2.0 if neighbouring == "replace" else 1.0
+            l1, l2 = factor * b * c, math.sqrt(factor) * b * math.sqrt(c)
+            pos, neg = factor * b, factor * b * (c - 1)
+            verb = "replacing" if neighbouring == "replace" else "adding or removing"
+            what = (
+                f"{verb} {b} example(s) changes one bin of each of the {c} classes' "
+                "histograms by " + (f"{b}" if factor == 1 else f"{b}, twice")
+            )
+        return Sensitivity(
+            unit,
+            neighbouring,
+            l1,
+            l2,
+            (
+                Part("positive histograms", size, 0.5, pos, pos),
+                Part("negative histograms", size, 0.5, neg, math.sqrt(neg * b)),
+            ),
+            examples_per_unit=b,
+            integer=True,
+            derivation=f"{what}: L1 = {l1:g}, L2 = {l2:.4g}",
         )
 
     def _probs(self, scores: NDArray[np.float64]) -> NDArray[np.float64]:

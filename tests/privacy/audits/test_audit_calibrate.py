@@ -7,6 +7,10 @@ Two entry points, each with neighbours by the unit its guarantee claims:
   of clients, a public input of distributed DP, is the same. The observed
   output is the released positive count of the bucket holding the score 0.8
   (``cal.positive_counts``), the coordinate that carries the difference.
+* **multiclass binning under DistributedDP** (example level, add/remove): D′
+  adds one class-0 example to an existing client, which changes one bin of each
+  of the c = 2 classes' one-vs-rest histograms; the observed output is the
+  difference of the two released table values it moves.
 * **multiclass temperature scaling under UserLevelDP** (client level,
   add/remove): D′ adds a client whose update is clipped to exactly C. With a
   declared (public) population the released temperature is an affine function
@@ -118,6 +122,67 @@ def test_audit_binary_binning_detects_half_the_noise() -> None:
     # presented as ε-DP.
     res = _audit_binary(fe.DistributedDP(2.0), 1.0, trials=4_000, pilot=1_000, seed=23)
     print(res.row("calibrate binning, DistributedDP, half the noise"))
+    assert res.epsilon_lower > 1.0, res
+
+
+# ------------------------------------------------ multiclass binning, DistributedDP
+def _ovr_fed(extra: bool) -> fe.Federation:
+    """D: 20 clients, each one class-1 example at p = (0.9, 0.1).
+
+    D′ gives client 0 a class-0 example at the same p: it adds 1 to P_0 in the bin of
+    0.9 and to N_1 in the bin of 0.1, the c = 2 coordinates one example changes.
+    """
+    p, y, c = [[0.9, 0.1]] * 20, [1] * 20, list(range(20))
+    if extra:
+        p, y, c = [*p, [0.9, 0.1]], [*y, 0], [*c, 0]
+    return fe.Federation.from_arrays(np.array(p), np.array(y), clients=np.array(c))
+
+
+def _ovr(extra: bool, model: fe.DistributedDP) -> Any:
+    fed = _ovr_fed(extra)
+
+    def one(rng: np.random.Generator) -> float:
+        cal = fe.calibrate(
+            fed, model, method="binning", n_bins=2, weighting="none", do_no_harm=False, rng=rng
+        )
+        # Both changed coordinates, through the released table: class 0's value in the
+        # bin of 0.9 rises, class 1's in the bin of 0.1 falls.
+        return float(cal.table[0, 1] - cal.table[1, 0])  # type: ignore[attr-defined]
+
+    return run_many(one)
+
+
+def _audit_ovr(model: fe.DistributedDP, **kw: Any) -> AuditResult:
+    return audit(
+        _ovr(False, model), _ovr(True, model), claimed_epsilon=1.0, confidence=CONFIDENCE, **kw
+    )
+
+
+def test_multiclass_binning_under_distdp_claims_example_level_l1_c() -> None:
+    """Issue 29: multiclass binning refused DistributedDP; one example changes c counts."""
+    cal = fe.calibrate(
+        _ovr_fed(True), fe.DistributedDP(1.0), method="binning", n_bins=2, do_no_harm=False, rng=0
+    )
+    assert cal.epsilon_spent == pytest.approx(1.0)
+    assert cal.guarantee.unit == "example" and cal.guarantee.neighbouring == "add_remove"
+    assert "L1 = 2" in cal.guarantee.statement
+
+
+def test_audit_multiclass_binning_distdp_fast() -> None:
+    res = _audit_ovr(fe.DistributedDP(1.0), trials=800, pilot=200, seed=24)
+    assert res.epsilon_lower <= 1.0, res
+
+
+@pytest.mark.slow
+def test_audit_multiclass_binning_distdp() -> None:
+    res = _audit_ovr(fe.DistributedDP(1.0), seed=25)
+    print(res.row("calibrate multiclass binning, DistributedDP"))
+    assert res.epsilon_lower <= 1.0, res
+
+
+def test_audit_multiclass_binning_detects_half_the_noise() -> None:
+    # The noise of 2ε (what a sensitivity of 1 instead of c = 2 would give) claimed as ε.
+    res = _audit_ovr(fe.DistributedDP(2.0), trials=4_000, pilot=1_000, seed=26)
     assert res.epsilon_lower > 1.0, res
 
 
