@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fedeval.aggregation.paths import bound_contributions
 from fedeval.aggregation.release import Release, Reservation, charge, draw_from, in_value_units
 from fedeval.data import Federation
 from fedeval.privacy.ledger import BudgetLedger
@@ -89,6 +90,12 @@ class Rounds:
             charge(ledger, [self.mechanism])
         self._gen = as_generator(rng)
         self.mechanism = draw_from(self.mechanism, self._gen, ledger)
+        if self.mechanism.contribution_bound is not None:
+            # Client-level DP with a contribution bound: every client keeps at most B
+            # random examples, once, for all rounds (the sensitivity charged assumes it).
+            bounded = bound_contributions(source, self.mechanism.contribution_bound, self._gen)
+            assert isinstance(bounded, Federation)
+            self.source = bounded
         self.rounds_done = 0
         self.participations = 0
 

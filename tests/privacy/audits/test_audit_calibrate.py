@@ -138,8 +138,19 @@ def _ovr_fed(extra: bool) -> fe.Federation:
     return fe.Federation.from_arrays(np.array(p), np.array(y), clients=np.array(c))
 
 
+def _ovr_client_fed(extra: bool) -> fe.Federation:
+    """D as in :func:`_ovr_fed`; D′ adds client 20 with three class-0 examples at p = (0.9, 0.1).
+
+    With a contribution bound of 2 it keeps two of them: 2 in P_0 and 2 in N_1, L1 = B·c = 4.
+    """
+    p, y, c = [[0.9, 0.1]] * 20, [1] * 20, list(range(20))
+    if extra:
+        p, y, c = [*p, *[[0.9, 0.1]] * 3], [*y, 0, 0, 0], [*c, 20, 20, 20]
+    return fe.Federation.from_arrays(np.array(p), np.array(y), clients=np.array(c))
+
+
 def _ovr(extra: bool, model: fe.DistributedDP) -> Any:
-    fed = _ovr_fed(extra)
+    fed = _ovr_client_fed(extra) if model.unit == "client" else _ovr_fed(extra)
 
     def one(rng: np.random.Generator) -> float:
         cal = fe.calibrate(
@@ -178,6 +189,19 @@ def test_audit_multiclass_binning_distdp() -> None:
     res = _audit_ovr(fe.DistributedDP(1.0), seed=25)
     print(res.row("calibrate multiclass binning, DistributedDP"))
     assert res.epsilon_lower <= 1.0, res
+
+
+def test_audit_multiclass_binning_client_level_fast() -> None:
+    """Client level: the bound B = 2 is applied in the rounds (it was not: 3 examples went in)."""
+    model = fe.DistributedDP(1.0, unit="client", contribution_bound=2)
+    res = _audit_ovr(model, trials=1_500, pilot=400, seed=27)
+    assert res.epsilon_lower <= 1.0, res
+
+
+def test_audit_multiclass_binning_client_level_detects_half_the_noise() -> None:
+    model = fe.DistributedDP(2.0, unit="client", contribution_bound=2)
+    res = _audit_ovr(model, trials=4_000, pilot=1_000, seed=28)
+    assert res.epsilon_lower > 1.0, res
 
 
 def test_audit_multiclass_binning_detects_half_the_noise() -> None:
