@@ -424,7 +424,9 @@ def test_repr_is_one_short_line_without_arrays() -> None:
     assert summary["guarantee_details"] == ev.guarantee_details
     assert ev.guarantee_line == ev.receipt.guarantee_line and len(ev.guarantee_line) <= 120
     assert "2 releases" in ev.guarantee_line  # the planning count, then the hierarchy
-    assert len(ev.guarantee_details) > 600 and ev.guarantee_details == str(ev.guarantee)
+    assert len(ev.guarantee_details) > 600 and ev.guarantee_details == ev.guarantee.details
+    # Issue 29: print(ev.guarantee) is one line; the paragraph is .details.
+    assert str(ev.guarantee) == "(ε=1, δ=0)-DP per example (add/remove)"
 
 
 def test_mcclish_partial_auc_worked_examples() -> None:

@@ -669,7 +669,7 @@ def _outcome_record(
             if plan.mechanism().placement == "shares"
             else None
         ),
-        "guarantee": str(ev.tree.guarantee),
+        "guarantee": ev.tree.guarantee.details,
         "public_inputs": list(ev.tree.guarantee.public),
         "epsilon_spent": ev.epsilon_spent,
         "delta_spent": ev.delta_spent,

@@ -87,8 +87,17 @@ class Guarantee:
             "statement": self.statement,
         }
 
-    def __str__(self) -> str:
+    @property
+    def details(self) -> str:
+        """The guarantee in full: ε, δ, the neighbouring relation and the mechanism's statement."""
         if not self.is_private:
             return self.statement
         d = f", δ={self.delta:.3g}" if self.delta > 0 else ""
         return f"(ε={self.epsilon:.4g}{d})-DP, neighbours {self.relation}: {self.statement}"
+
+    def __str__(self) -> str:
+        """One line: ``(ε=1, δ=0)-DP per example (add/remove)``; :attr:`details` in full."""
+        if not self.is_private:
+            return "no differential privacy (exact sums)"
+        relation = "add/remove" if self.neighbouring == "add_remove" else "replace"
+        return f"(ε={self.epsilon:.4g}, δ={self.delta:.3g})-DP per {self.unit} ({relation})"

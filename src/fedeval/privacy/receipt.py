@@ -184,8 +184,8 @@ class Receipt:
 
     @property
     def guarantee_details(self) -> str:
-        """The guarantee in full (``str(receipt.guarantee)``): every mechanism and sensitivity."""
-        return str(self.guarantee)
+        """The guarantee in full (``receipt.guarantee.details``): every mechanism and sensitivity."""
+        return self.guarantee.details
 
     @property
     def seeded(self) -> bool:

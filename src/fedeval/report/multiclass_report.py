@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from fedeval.multiclass_evaluation import MulticlassEvaluation
 from fedeval.report.evaluation_report import png_data_uri
 from fedeval.report.files import json_safe, prepare_out_dir, write_report_files
-from fedeval.report.style import fmt, html_table, md_table, page, receipt_block
+from fedeval.report.style import fmt, html_table, md_table, page, receipt_block, receipt_lines
 
 __all__ = [
     "SCHEMA",
@@ -293,7 +293,7 @@ def write_multiclass_report(
     md = [
         f"# {heading}",
         "",
-        str(ev.guarantee),
+        f"Guarantee: {ev.guarantee_line}",
         "",
         f"Parameters: {params_text}",
         "",
@@ -317,7 +317,10 @@ def write_multiclass_report(
         md_table(bound_rows),
         "",
         "## Privacy receipt",
+        *receipt_lines(ev.receipt),
         md_table(receipt),
+        "",
+        ev.guarantee_details,
     ]
     return write_report_files(
         out, html_doc, "\n".join(md), results_document(ev, source=source, exact=exact)

@@ -192,7 +192,7 @@ def receipt_block(receipt: Any, extra_public: Sequence[str] = ()) -> str:
     )
     return (
         f"<div class='receipt'><dl>{dl}</dl>{split}<details><summary>the guarantee in full"
-        f"</summary><p class='note'>{html.escape(str(receipt.guarantee))}</p></details></div>"
+        f"</summary><p class='note'>{html.escape(receipt.guarantee.details)}</p></details></div>"
     )
 
 
