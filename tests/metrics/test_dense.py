@@ -428,3 +428,40 @@ def test_the_warnings_raw_screen_bounds_the_se_and_the_effective_examples(privac
         assert np.all(floor <= effective_examples(ev.tree) * (1 + 1e-12))
         settled += bound <= evaluation.AUC_ERROR_TOLERANCE
     assert settled >= 1  # the screen does settle the largest release
+
+
+def _effective_examples_by_arrays(tree) -> np.ndarray:
+    """effective_examples through the vectorised queries (two levels / two thresholds at once)."""
+    out = np.zeros(2)
+    totals = tree.totals()
+    for c in (0, 1):
+        t = float(totals[c])
+        if not t > 0 or not tree.has_mass(cls=c):
+            continue
+        q = tree.quantiles([0.5, 0.25], cls=c)
+        v, cov, vt = tree.prefix_moments(q, c)  # the array path: two thresholds
+        var_f = max(float(v[0] - cov[0] + vt / 4.0), 0.0) / t**2
+        out[c] = 1.0 / (1.0 / t + 4.0 * var_f)
+    return out
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [fe.SecureAggregation(), fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=5.0)],
+    ids=["sa", "distdp", "ldp"],
+)
+def test_effective_examples_is_unchanged_by_the_scalar_path_and_its_cache(privacy) -> None:
+    """Issue 28 (tiny releases): one median and one prefix take scalar paths and the result is
+    cached per release; the numbers must equal the array route bit for bit, seed for seed."""
+    for n, seed in [(3, 0), (20, 1), (64, 2), (100, 3), (2_000, 4)]:
+        rng = np.random.default_rng(seed)
+        s = rng.random(n)
+        y = (rng.random(n) < s).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ev = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed)
+        want = _effective_examples_by_arrays(replace(ev.tree))  # a fresh tree: no caches
+        first = effective_examples(ev.tree)
+        first[:] = -1.0  # the caller's copy: the cache must not share it
+        np.testing.assert_array_equal(effective_examples(ev.tree), want)
+        np.testing.assert_array_equal(effective_examples(replace(ev.tree)), want)

@@ -27,3 +27,29 @@ def test_closed_form_equals_transposed_map(b: int, h: int) -> None:
     np.testing.assert_allclose(got_var, var, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got_cov, cov, rtol=1e-12, atol=1e-12)
     assert got_var_t == pytest.approx(var_t, rel=1e-12)
+
+
+@pytest.mark.parametrize("b", [2, 3, 4, 5, 7, 8, 16])
+@pytest.mark.parametrize("h", [1, 2, 4, 6])
+def test_one_prefix_equals_the_vectorised_path_bit_for_bit(b: int, h: int) -> None:
+    """A single query takes a scalar path (issue 28, tiny releases): it must agree exactly.
+
+    The reference is the same function asked two queries at once (the vectorised
+    loop); equality is exact, not approximate, so no released number moves.
+    """
+    if b**h > 5000:
+        h = 3
+    rng = np.random.default_rng(1000 * b + h)
+    n = b**h
+    for trial in range(40):
+        a = [*rng.uniform(0.05, 0.95, h - 1), 1.0]
+        v = [rng.uniform(0.0, 3.0, b ** (k + 1)) * rng.choice([1e-3, 1.0, 1e4]) for k in range(h)]
+        if trial % 5 == 0:
+            v = [np.full(b ** (k + 1), 2.0 / 3.0) for k in range(h)]  # equal node variances
+        r = int(rng.integers(0, n + 1))
+        frac = 0.0 if r == n or trial % 3 == 0 else float(rng.random())
+        one = consistent_prefix_moments(np.array([r]), np.array([frac]), v, a, b)
+        two = consistent_prefix_moments(np.array([r, 0]), np.array([frac, 0.5]), v, a, b)
+        assert one[0][0] == two[0][0] and one[1][0] == two[1][0], (trial, r, frac)
+        assert one[0].shape == one[1].shape == (1,)
+        assert one[2] == two[2]

@@ -577,6 +577,10 @@ def effective_examples(tree: HierarchicalHistogram) -> NDArray[np.float64]:
     ndarray, shape (2,)
         0 for a class whose released total is not positive.
     """
+    # Once per release: the small-data check and the SEs' rare-class floor both ask.
+    cached = tree._derived.get("effective_examples")
+    if cached is not None:
+        return np.array(cached)
     out = np.zeros(2)
     totals = tree.totals()
     for c in (0, 1):
@@ -587,6 +591,7 @@ def effective_examples(tree: HierarchicalHistogram) -> NDArray[np.float64]:
         v, cov, vt = tree.prefix_moments(np.atleast_1d(q), c)
         var_f = max(float(v[0] - cov[0] + vt / 4.0), 0.0) / t**2
         out[c] = 1.0 / (1.0 / t + 4.0 * var_f)
+    tree._derived["effective_examples"] = out.copy()
     return out
 
 
