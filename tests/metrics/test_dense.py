@@ -465,3 +465,24 @@ def test_effective_examples_is_unchanged_by_the_scalar_path_and_its_cache(privac
         first[:] = -1.0  # the caller's copy: the cache must not share it
         np.testing.assert_array_equal(effective_examples(ev.tree), want)
         np.testing.assert_array_equal(effective_examples(replace(ev.tree)), want)
+
+
+def test_short_isotonic_regressions_equal_scipys_bit_for_bit() -> None:
+    """Issue 28: short projections run a Python port of scipy's PAVA (no scipy.optimize import);
+    it must return scipy's numbers exactly, ties and long pools included."""
+    from scipy.optimize import isotonic_regression
+
+    from fedeval.metrics.dense import _PAVA_IN_PYTHON_MAX, _isotonic, _pava
+
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        n = int(rng.integers(1, _PAVA_IN_PYTHON_MAX + 1)) if trial % 4 else int(rng.integers(1, 9))
+        y = np.cumsum(rng.normal(0.3, 1.0, n)) * rng.choice([1e-3, 1.0, 1e5])
+        if trial % 3 == 0:
+            y = np.round(y)  # ties
+        if trial % 7 == 0:
+            y = y[::-1].copy()  # one decreasing run: everything pools
+        want = isotonic_regression(y).x
+        np.testing.assert_array_equal(_isotonic(y), want)
+        np.testing.assert_array_equal(np.array(_pava(y.tolist())), want)
+    assert _pava([]) == []

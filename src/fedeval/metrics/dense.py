@@ -154,10 +154,74 @@ def _monotone_prefix(counts: NDArray[np.float64], total: float) -> NDArray[np.fl
     if inner.size and (np.any(np.diff(below) < 0) or inner.min() < 0 or inner.max() > total):
         # scipy's PAVA, then the clip to [0, total]: what sklearn's isotonic_regression
         # runs (sklearn >= 1.4 with scipy >= 1.12), without its per-call validation
-        from scipy.optimize import isotonic_regression  # only when needed: ~0.15 s to import
-
-        inner = np.clip(np.asarray(isotonic_regression(inner).x, dtype=np.float64), 0.0, total)
+        inner = np.clip(_isotonic(inner), 0.0, total)
     return np.concatenate(([0.0], inner, [total]))
+
+
+_PAVA_IN_PYTHON_MAX = 256
+"""Longest input :func:`_isotonic` solves on Python floats rather than through scipy."""
+
+
+def _isotonic(y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Unweighted increasing isotonic regression: ``scipy.optimize.isotonic_regression(y).x``.
+
+    Short inputs (a small release's bins) run :func:`_pava`, the same
+    algorithm with the same float operations, so the result is equal bit for
+    bit (tested against sklearn) without importing scipy.optimize (~0.15 s)
+    or paying its per-call overhead; long ones call scipy.
+    """
+    if y.size <= _PAVA_IN_PYTHON_MAX:
+        return np.array(_pava(y.tolist()), dtype=np.float64)
+    from scipy.optimize import isotonic_regression
+
+    return np.asarray(isotonic_regression(y).x, dtype=np.float64)
+
+
+def _pava(x: list[float]) -> list[float]:
+    """Pool adjacent violators with unit weights: scipy's ``_pava_pybind.pava``, line for line.
+
+    Algorithm 1 of Busing (2022), "Monotone Regression: A Simple and Fast O(n)
+    PAVA Implementation", J. Stat. Softw. 102(1), as scipy implements it (its
+    ``>=`` where the paper has ``>``, and its order of additions).
+    """
+    n = len(x)
+    if n == 0:
+        return x
+    w = [1.0] * n
+    r = [0] * (n + 1)
+    r[1] = 1
+    b = 0
+    xb_prev, wb_prev = x[0], w[0]
+    i = 1
+    while i < n:
+        b += 1
+        xb, wb = x[i], w[i]
+        if xb_prev >= xb:
+            b -= 1
+            sb = wb_prev * xb_prev + wb * xb
+            wb += wb_prev
+            xb = sb / wb
+            while i < n - 1 and xb >= x[i + 1]:
+                i += 1
+                sb += w[i] * x[i]
+                wb += w[i]
+                xb = sb / wb
+            while b > 0 and x[b - 1] >= xb:
+                b -= 1
+                sb += w[b] * x[b]
+                wb += w[b]
+                xb = sb / wb
+        x[b] = xb_prev = xb
+        w[b] = wb_prev = wb
+        r[b + 1] = i + 1
+        i += 1
+    out = [0.0] * n
+    f = n - 1
+    for k in range(b, -1, -1):
+        t = r[k]
+        out[t : f + 1] = [x[k]] * (f + 1 - t)
+        f = t - 1
+    return out
 
 
 def _split_variances(tree: HierarchicalHistogram, c: int, level: int) -> list[float]:
