@@ -53,3 +53,25 @@ def test_one_prefix_equals_the_vectorised_path_bit_for_bit(b: int, h: int) -> No
         assert one[0][0] == two[0][0] and one[1][0] == two[1][0], (trial, r, frac)
         assert one[0].shape == one[1].shape == (1,)
         assert one[2] == two[2]
+
+
+@pytest.mark.parametrize(("b", "h"), [(2, 1), (2, 4), (2, 8), (3, 5), (4, 4), (7, 2), (2, 9)])
+def test_small_trees_subtree_sums_equal_the_array_form_bit_for_bit(b: int, h: int) -> None:
+    """Issue 28: small trees take a scalar path; the sums must equal the array recursion's."""
+    from fedeval.postprocess import consistency
+
+    rng = np.random.default_rng(b * 100 + h)
+    for trial in range(20):
+        a = [*rng.uniform(0.05, 0.95, h - 1), 1.0]
+        v = [rng.uniform(0.0, 3.0, b ** (k + 1)) * rng.choice([1e-3, 1.0, 1e4]) for k in range(h)]
+        got = consistency.subtree_moment_sums(v, a, b)
+        limit = consistency._SCALAR_SUMS_MAX_LEAVES
+        try:
+            consistency._SCALAR_SUMS_MAX_LEAVES = 0  # the array recursion
+            want = consistency.subtree_moment_sums(v, a, b)
+        finally:
+            consistency._SCALAR_SUMS_MAX_LEAVES = limit
+        for k in range(h):
+            np.testing.assert_array_equal(got[0][k], want[0][k])
+            np.testing.assert_array_equal(got[1][k], want[1][k])
+        assert got[2] == want[2], trial

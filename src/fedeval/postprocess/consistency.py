@@ -133,6 +133,49 @@ def _total_weights(a: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(a * keep, dtype=np.float64)
 
 
+_SCALAR_SUMS_MAX_LEAVES = 256
+"""Trees up to this many leaves (and b < 8) get :func:`subtree_moment_sums` on Python floats."""
+
+
+def _subtree_moment_sums_scalar(
+    v: Sequence[NDArray[np.float64]], a: NDArray[np.float64], c_tot: NDArray[np.float64], b: int
+) -> SubtreeSums:
+    """:func:`subtree_moment_sums` of a small tree on Python floats, the same operations in order.
+
+    The level coefficients are the same numpy scalar expressions; the child
+    sums add left to right as :func:`~fedeval.sketches.tree.sum_children`
+    does below 8 children, so the sums are equal bit for bit (tested). A small
+    release's tree has tens of nodes, where h rounds of array calls cost ~40 µs.
+    """
+    h = len(v)
+    c_last = float(c_tot[h - 1])
+    sq = v[h - 1].tolist()
+    sx = [c_last * x for x in sq]
+    s_sq: list[NDArray[np.float64]] = [np.empty(0)] * h
+    s_x: list[NDArray[np.float64]] = [np.empty(0)] * h
+    s_sq[h - 1] = np.array(sq)
+    s_x[h - 1] = np.array(sx)
+    for k in range(h - 2, -1, -1):
+        a_sq = float(a[k] ** 2)
+        keep_sq = float((1 - a[k]) ** 2)
+        a_c = float(a[k] * c_tot[k])
+        keep = float(1 - a[k])
+        vk = v[k].tolist()
+        sq = [a_sq * vk[j] + keep_sq * _left_sum(sq, j * b, b) for j in range(len(vk))]
+        sx = [a_c * vk[j] + keep * _left_sum(sx, j * b, b) for j in range(len(vk))]
+        s_sq[k] = np.array(sq)
+        s_x[k] = np.array(sx)
+    return s_sq, s_x, float(s_sq[0].sum())
+
+
+def _left_sum(values: list[float], start: int, b: int) -> float:
+    """values[start] + values[start + 1] + ... (b terms), left to right."""
+    total = values[start] + values[start + 1]
+    for i in range(start + 2, start + b):
+        total += values[i]
+    return total
+
+
 def subtree_moment_sums(
     node_variance: Sequence[NDArray[np.float64]], weights: Sequence[float], branching: int
 ) -> SubtreeSums:
@@ -145,6 +188,8 @@ def subtree_moment_sums(
     a = np.array([*weights[:-1], 1.0], dtype=np.float64)
     v = [np.asarray(x, dtype=np.float64) for x in node_variance]
     c_tot = _total_weights(a)
+    if b < 8 and b**h <= _SCALAR_SUMS_MAX_LEAVES:
+        return _subtree_moment_sums_scalar(v, a, c_tot, b)
     # S: subtree sums of squared weights (per unit G); T: subtree sums of weight × total weight.
     s_sq: list[NDArray[np.float64]] = [np.empty(0)] * h
     s_x: list[NDArray[np.float64]] = [np.empty(0)] * h
