@@ -31,10 +31,10 @@ def test_closed_form_equals_transposed_map(b: int, h: int) -> None:
 
 @pytest.mark.parametrize("b", [2, 3, 4, 5, 7, 8, 16])
 @pytest.mark.parametrize("h", [1, 2, 4, 6])
-def test_one_prefix_equals_the_vectorised_path_bit_for_bit(b: int, h: int) -> None:
-    """A single query takes a scalar path (issue 28, tiny releases): it must agree exactly.
+def test_few_prefixes_equal_the_vectorised_path_bit_for_bit(b: int, h: int) -> None:
+    """A few queries take a scalar path (issue 28, tiny releases): they must agree exactly.
 
-    The reference is the same function asked two queries at once (the vectorised
+    The reference is the same function asked nine queries at once (the vectorised
     loop); equality is exact, not approximate, so no released number moves.
     """
     if b**h > 5000:
@@ -49,10 +49,16 @@ def test_one_prefix_equals_the_vectorised_path_bit_for_bit(b: int, h: int) -> No
         r = int(rng.integers(0, n + 1))
         frac = 0.0 if r == n or trial % 3 == 0 else float(rng.random())
         one = consistent_prefix_moments(np.array([r]), np.array([frac]), v, a, b)
-        two = consistent_prefix_moments(np.array([r, 0]), np.array([frac, 0.5]), v, a, b)
-        assert one[0][0] == two[0][0] and one[1][0] == two[1][0], (trial, r, frac)
+        # nine or more prefixes take the vectorised loop: the reference
+        rs = np.array([r, *rng.integers(0, n + 1, 8)])
+        fs = np.where(rs < n, np.array([frac, *rng.random(8)]), 0.0)
+        many = consistent_prefix_moments(rs, fs, v, a, b)
+        assert one[0][0] == many[0][0] and one[1][0] == many[1][0], (trial, r, frac)
         assert one[0].shape == one[1].shape == (1,)
-        assert one[2] == two[2]
+        assert one[2] == many[2]
+        few = consistent_prefix_moments(rs[:8], fs[:8], v, a, b)  # scalar, one at a time
+        np.testing.assert_array_equal(few[0], many[0][:8])
+        np.testing.assert_array_equal(few[1], many[1][:8])
 
 
 @pytest.mark.parametrize(("b", "h"), [(2, 1), (2, 4), (2, 8), (3, 5), (4, 4), (7, 2), (2, 9)])

@@ -201,6 +201,10 @@ def subtree_moment_sums(
     return s_sq, s_x, float(s_sq[0].sum())
 
 
+_SCALAR_PREFIXES_MAX = 8
+"""Up to this many prefixes (with b < 8), :func:`consistent_prefix_moments` runs on Python floats."""
+
+
 def _one_prefix_moments(
     r: int,
     f: float,
@@ -314,11 +318,18 @@ def consistent_prefix_moments(
     n_leaves = b**h
     r = np.asarray(leaf_edge, dtype=np.int64)
     f = np.asarray(frac, dtype=np.float64)
-    if r.size == 1 and b < 8:
-        var1, cov1 = _one_prefix_moments(
-            int(r.ravel()[0]), float(f.ravel()[0]), v, a, c_tot, b, sums
+    if r.size <= _SCALAR_PREFIXES_MAX and b < 8:
+        # A few prefixes (the small-data check's medians, the dense SE's level edges):
+        # one scalar pass each beats h rounds of (m, b) array calls.
+        pairs = [
+            _one_prefix_moments(ri, fi, v, a, c_tot, b, sums)
+            for ri, fi in zip(r.ravel().tolist(), f.ravel().tolist(), strict=True)
+        ]
+        return (
+            np.array([p[0] for p in pairs], dtype=np.float64),
+            np.array([p[1] for p in pairs], dtype=np.float64),
+            var_total,
         )
-        return np.array([var1]), np.array([cov1]), var_total
     # Prefix of everything: the query is the total.
     full = r >= n_leaves
     r = np.where(full, n_leaves - 1, r)
