@@ -29,7 +29,7 @@ from fedeval.metrics.dense import (
     wiener_levels,
 )
 from fedeval.postprocess.bootstrap import bootstrap_values
-from fedeval.postprocess.tables import project_children_to_simplex
+from fedeval.postprocess.tables import project_children_to_simplex, simplex_transpose
 from fedeval.sketches.tree import prefix_leaf_weights
 
 
@@ -486,3 +486,58 @@ def test_short_isotonic_regressions_equal_scipys_bit_for_bit() -> None:
         np.testing.assert_array_equal(_isotonic(y), want)
         np.testing.assert_array_equal(np.array(_pava(y.tolist())), want)
     assert _pava([]) == []
+
+
+def _shrinkage_transpose_before_issue_28(shrink, grad_bins, n_leaves, b, *, through_simplex=True):
+    """The reverse pass as written before issue 28 (coefficients per call, np.repeat)."""
+    g = np.asarray(grad_bins, dtype=np.float64)
+    leaf_w = np.zeros(n_leaves)
+    for dev, ss, s, k, kept in reversed(shrink.levels):
+        gm = g.reshape(-1, b)
+        if through_simplex:
+            gm = simplex_transpose(gm, kept)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            coef = np.where(s > 0, 2.0 * k / ss**2, 0.0)
+        u = s[:, None] * gm + (coef * np.sum(dev * gm, axis=1))[:, None] * dev
+        leaf_w += np.repeat(u.ravel(), n_leaves // u.size)
+        g_parent_released = -u.sum(axis=1) / b
+        g = gm.sum(axis=1) / b
+        leaf_w += np.repeat(g_parent_released, n_leaves // g_parent_released.size)
+    return leaf_w + float(g.sum())
+
+
+@pytest.mark.parametrize(
+    ("privacy", "height", "branching"),
+    [
+        (fe.DistributedDP(epsilon=1.0), 5, 2),
+        (fe.LocalDP(epsilon=5.0), 4, 2),
+        (fe.DistributedDP(epsilon=0.5), 3, 4),
+        (fe.LocalDP(epsilon=2.0), 3, 3),
+    ],
+)
+def test_shrinkage_transpose_is_unchanged_bit_for_bit(privacy, height, branching) -> None:
+    """Issue 28: the reverse pass caches its coefficients and adds by broadcast views; every
+    weight must equal the previous code's (kept above) exactly, through the simplex or not."""
+    for n, seed in [(30, 0), (100, 1), (2_000, 2)]:
+        rng = np.random.default_rng(seed)
+        s = rng.random(n)
+        y = (rng.random(n) < s).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = fe.evaluate(
+                fe.Federation.from_arrays(s, y),
+                privacy,
+                height=height,
+                branching=branching,
+                rng=seed,
+            ).tree
+        for level in range(1, height + 1):
+            _, shrink = wiener_levels(tree, level)
+            assert shrink is not None
+            for c in (0, 1):
+                g = rng.normal(size=branching**level)
+                for through in (True, False):
+                    args = (shrink[c], g, tree.spec.n_leaves, branching)
+                    got = _shrinkage_transpose(*args, through_simplex=through)
+                    want = _shrinkage_transpose_before_issue_28(*args, through_simplex=through)
+                    np.testing.assert_array_equal(got, want)

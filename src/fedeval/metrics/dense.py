@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,19 @@ class Shrinkage:
         ],
         ...,
     ]
+
+    @cached_property
+    def coefficients(self) -> tuple[NDArray[np.float64], ...]:
+        """Per level, 2k/ss² where the split is kept (s > 0), else 0 (the garrote's rank-one term).
+
+        A function of the release alone, computed once: every delta-method
+        query through this shrinkage (:func:`_shrinkage_transpose`) uses it.
+        """
+        out = []
+        for _, ss, s, k, _ in self.levels:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out.append(np.where(s > 0, 2.0 * k / ss**2, 0.0))
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -349,18 +363,20 @@ def _shrinkage_transpose(
     """
     g = np.asarray(grad_bins, dtype=np.float64)
     leaf_w = np.zeros(n_leaves)
-    for dev, ss, s, k, kept in reversed(shrink.levels):
+    steps = zip(reversed(shrink.levels), reversed(shrink.coefficients), strict=True)
+    for (dev, _, s, _, kept), coef in steps:
         gm = g.reshape(-1, b)
         if through_simplex:
             gm = simplex_transpose(gm, kept)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            coef = np.where(s > 0, 2.0 * k / ss**2, 0.0)
         u = s[:, None] * gm + (coef * np.sum(dev * gm, axis=1))[:, None] * dev
         # d = child - parent/b: the children get u, the released parent -u.sum/b.
-        leaf_w += np.repeat(u.ravel(), n_leaves // u.size)
+        # Each node's value is added to the leaves under it (a broadcast view, no repeat).
+        by_child = leaf_w.reshape(u.size, -1)
+        by_child += u.reshape(-1, 1)
         g_parent_released = -u.sum(axis=1) / b
         g = gm.sum(axis=1) / b  # towards the parent's estimate
-        leaf_w += np.repeat(g_parent_released, n_leaves // g_parent_released.size)
+        by_parent = leaf_w.reshape(g_parent_released.size, -1)
+        by_parent += g_parent_released[:, None]
     # The root estimate is the released total, the sum of all leaves.
     return leaf_w + float(g.sum())
 
