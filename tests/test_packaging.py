@@ -85,3 +85,25 @@ def test_public_names_load_lazily_and_all_resolve() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = fedeval.nope  # type: ignore[attr-defined]
+
+
+def test_first_evaluate_on_arrays_loads_no_pandas_pyarrow_or_heavy_scipy() -> None:
+    """Issue 28 (start-up): a binary DistDP ``fe.evaluate`` on arrays needs none of these.
+
+    pandas and pyarrow (~0.3 s) serve readers, scans and the demo; scipy.stats
+    (~0.3 s) and scipy.optimize (~0.15 s, also pulled in by scipy.interpolate)
+    serve intervals, long isotonic projections, PCHIP and LPs; scipy.sparse and
+    scipy.special (~0.1 s each) serve path matrices, smoothing and multiclass
+    bounds: each is imported on first use.
+    """
+    code = (
+        "import sys, warnings, numpy as np, fedeval as fe;"
+        "warnings.simplefilter('ignore');"
+        "s = np.random.default_rng(0).random(64); y = (s > 0.5).astype(int);"
+        "fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(1.0));"
+        "heavy = ('pandas', 'pyarrow', 'scipy.stats', 'scipy.optimize', 'scipy.interpolate',"
+        " 'scipy.sparse', 'scipy.special');"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -27,6 +27,7 @@ error per slice.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,9 +35,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
-from scipy.stats import norm
 
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation, Scan
@@ -397,6 +396,8 @@ def _z(level: float, k: int) -> float:
     """Two-sided normal quantile for ``k`` simultaneous intervals at joint ``level`` (Bonferroni)."""
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    from scipy.stats import norm  # on first use: scipy.stats costs ~0.3 s to import
+
     return float(norm.ppf(1.0 - (1.0 - level) / (2.0 * max(k, 1))))
 
 
@@ -433,14 +434,20 @@ def _other_name(declared: Sequence[Hashable]) -> str:
     return f"(other: none of the {len(declared)} declared values)"
 
 
+def _is_pandas_index(values: Any) -> bool:
+    """Whether ``values`` is a pandas Index (a user holding one has imported pandas already)."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(values, pd.Index)
+
+
 def _declared(slice_values: Any) -> list[Hashable]:
     if slice_values is None:
         raise ValueError(
             "slice_values must declare the public slice values (rows with any other value "
             "go to the 'other' slice); got None"
         )
-    if isinstance(slice_values, str | bytes) or not isinstance(
-        slice_values, Sequence | np.ndarray | pd.Index
+    if isinstance(slice_values, str | bytes) or not (
+        isinstance(slice_values, Sequence | np.ndarray) or _is_pandas_index(slice_values)
     ):
         raise TypeError(
             "slice_values must be a sequence of the declared values, e.g. ['EU', 'US'], got "
@@ -522,6 +529,8 @@ def _codes(arr: NDArray[Any], declared: list[Hashable]) -> NDArray[np.signedinte
                 if isinstance(v, int | np.integer) and 0 <= int(v) <= hi:
                     table[int(v)] = i
             return table[arr]
+    import pandas as pd  # hashing of arbitrary values, only on this path
+
     codes = pd.Index(declared, dtype=object).get_indexer(pd.Index(arr, dtype=object))
     out = np.asarray(codes).astype(_code_type(k))
     out[out < 0] = k

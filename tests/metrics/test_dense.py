@@ -29,7 +29,7 @@ from fedeval.metrics.dense import (
     wiener_levels,
 )
 from fedeval.postprocess.bootstrap import bootstrap_values
-from fedeval.postprocess.tables import project_children_to_simplex
+from fedeval.postprocess.tables import project_children_to_simplex, simplex_transpose
 from fedeval.sketches.tree import prefix_leaf_weights
 
 
@@ -429,3 +429,116 @@ def test_the_warnings_raw_screen_bounds_the_se_and_the_effective_examples(privac
         assert np.all(floor <= effective_examples(ev.tree) * (1 + 1e-12))
         settled += bound <= evaluation.AUC_ERROR_TOLERANCE
     assert settled >= 1  # the screen does settle the largest release
+
+
+def _effective_examples_by_arrays(tree) -> np.ndarray:
+    """effective_examples through the vectorised queries (two levels / two thresholds at once)."""
+    out = np.zeros(2)
+    totals = tree.totals()
+    for c in (0, 1):
+        t = float(totals[c])
+        if not t > 0 or not tree.has_mass(cls=c):
+            continue
+        q = tree.quantiles([0.5, 0.25], cls=c)
+        v, cov, vt = tree.prefix_moments(q, c)  # the array path: two thresholds
+        var_f = max(float(v[0] - cov[0] + vt / 4.0), 0.0) / t**2
+        out[c] = 1.0 / (1.0 / t + 4.0 * var_f)
+    return out
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [fe.SecureAggregation(), fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=5.0)],
+    ids=["sa", "distdp", "ldp"],
+)
+def test_effective_examples_is_unchanged_by_the_scalar_path_and_its_cache(privacy) -> None:
+    """Issue 28 (tiny releases): one median and one prefix take scalar paths and the result is
+    cached per release; the numbers must equal the array route bit for bit, seed for seed."""
+    for n, seed in [(3, 0), (20, 1), (64, 2), (100, 3), (2_000, 4)]:
+        rng = np.random.default_rng(seed)
+        s = rng.random(n)
+        y = (rng.random(n) < s).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ev = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed)
+        want = _effective_examples_by_arrays(replace(ev.tree))  # a fresh tree: no caches
+        first = effective_examples(ev.tree)
+        first[:] = -1.0  # the caller's copy: the cache must not share it
+        np.testing.assert_array_equal(effective_examples(ev.tree), want)
+        np.testing.assert_array_equal(effective_examples(replace(ev.tree)), want)
+
+
+def test_short_isotonic_regressions_equal_scipys_bit_for_bit() -> None:
+    """Issue 28: short projections run a Python port of scipy's PAVA (no scipy.optimize import);
+    it must return scipy's numbers exactly, ties and long pools included."""
+    from scipy.optimize import isotonic_regression
+
+    from fedeval.metrics.dense import _PAVA_IN_PYTHON_MAX, _isotonic, _pava
+
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        n = int(rng.integers(1, _PAVA_IN_PYTHON_MAX + 1)) if trial % 4 else int(rng.integers(1, 9))
+        y = np.cumsum(rng.normal(0.3, 1.0, n)) * rng.choice([1e-3, 1.0, 1e5])
+        if trial % 3 == 0:
+            y = np.round(y)  # ties
+        if trial % 7 == 0:
+            y = y[::-1].copy()  # one decreasing run: everything pools
+        want = isotonic_regression(y).x
+        np.testing.assert_array_equal(_isotonic(y), want)
+        np.testing.assert_array_equal(np.array(_pava(y.tolist())), want)
+    assert _pava([]) == []
+
+
+def _shrinkage_transpose_before_issue_28(shrink, grad_bins, n_leaves, b, *, through_simplex=True):
+    """The reverse pass as written before issue 28 (coefficients per call, np.repeat)."""
+    g = np.asarray(grad_bins, dtype=np.float64)
+    leaf_w = np.zeros(n_leaves)
+    for dev, ss, s, k, kept in reversed(shrink.levels):
+        gm = g.reshape(-1, b)
+        if through_simplex:
+            gm = simplex_transpose(gm, kept)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            coef = np.where(s > 0, 2.0 * k / ss**2, 0.0)
+        u = s[:, None] * gm + (coef * np.sum(dev * gm, axis=1))[:, None] * dev
+        leaf_w += np.repeat(u.ravel(), n_leaves // u.size)
+        g_parent_released = -u.sum(axis=1) / b
+        g = gm.sum(axis=1) / b
+        leaf_w += np.repeat(g_parent_released, n_leaves // g_parent_released.size)
+    return leaf_w + float(g.sum())
+
+
+@pytest.mark.parametrize(
+    ("privacy", "height", "branching"),
+    [
+        (fe.DistributedDP(epsilon=1.0), 5, 2),
+        (fe.LocalDP(epsilon=5.0), 4, 2),
+        (fe.DistributedDP(epsilon=0.5), 3, 4),
+        (fe.LocalDP(epsilon=2.0), 3, 3),
+    ],
+)
+def test_shrinkage_transpose_is_unchanged_bit_for_bit(privacy, height, branching) -> None:
+    """Issue 28: the reverse pass caches its coefficients and adds by broadcast views; every
+    weight must equal the previous code's (kept above) exactly, through the simplex or not."""
+    for n, seed in [(30, 0), (100, 1), (2_000, 2)]:
+        rng = np.random.default_rng(seed)
+        s = rng.random(n)
+        y = (rng.random(n) < s).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = fe.evaluate(
+                fe.Federation.from_arrays(s, y),
+                privacy,
+                height=height,
+                branching=branching,
+                rng=seed,
+            ).tree
+        for level in range(1, height + 1):
+            _, shrink = wiener_levels(tree, level)
+            assert shrink is not None
+            for c in (0, 1):
+                g = rng.normal(size=branching**level)
+                for through in (True, False):
+                    args = (shrink[c], g, tree.spec.n_leaves, branching)
+                    got = _shrinkage_transpose(*args, through_simplex=through)
+                    want = _shrinkage_transpose_before_issue_28(*args, through_simplex=through)
+                    np.testing.assert_array_equal(got, want)

@@ -52,3 +52,31 @@ def test_threaded_encoding_equals_one_thread(n_bins: int, monkeypatch: pytest.Mo
     two = grid.count_bins(g, scores, labels, 2)
     np.testing.assert_array_equal(two, one)
     assert two.sum() == n
+
+
+@pytest.mark.parametrize("n_bins", [1, 7, 16, 1000, 3**7])
+@pytest.mark.parametrize("score_range", [(0.0, 1.0), (-3.0, 5.0), (0.1, 0.7)])
+def test_locating_one_threshold_equals_the_array_form(
+    n_bins: int, score_range: tuple[float, float]
+) -> None:
+    """Issue 28: one threshold is located on Python scalars; the result must be the array form's."""
+    grid = UniformGrid(n_bins, score_range)
+    lo, hi = score_range
+    rng = np.random.default_rng(n_bins)
+    edges = grid.edges
+    xs = [
+        *rng.uniform(lo - 1, hi + 1, 200),
+        *edges[rng.integers(0, n_bins + 1, 50)],
+        *np.nextafter(edges[rng.integers(0, n_bins + 1, 50)], np.inf),
+        *np.nextafter(edges[rng.integers(0, n_bins + 1, 50)], -np.inf),
+        lo, hi, -1e9, 1e12,
+    ]  # fmt: skip
+    for x in xs:
+        r_many, f_many = grid.locate(np.array([x, 0.5 * (lo + hi)]))
+        for shape in [(), (1,), (1, 1)]:
+            r_one, f_one = grid.locate(np.full(shape, x))
+            assert r_one.shape == f_one.shape == shape and r_one.dtype == np.int64
+            assert r_one.ravel()[0] == r_many[0], x
+            np.testing.assert_array_equal(f_one.ravel(), f_many[:1])
+    edges[:] = 0.0  # a caller's copy: the grid keeps its own
+    assert grid.edges[-1] == hi

@@ -295,3 +295,42 @@ def test_linear_variance_of_a_range_indicator_is_the_range_count_variance(fed: F
         assert raw.linear_variance(w, cls=cls) == pytest.approx(float(leaf_var.sum()))
     # Weights scale the variance quadratically.
     assert raw.linear_variance(3 * w, cls=1) == pytest.approx(9 * raw.linear_variance(w, cls=1))
+
+
+@pytest.mark.parametrize(("height", "branching"), [(1, 2), (4, 2), (6, 2), (3, 3), (2, 10)])
+@pytest.mark.parametrize("privacy", [SA, DistributedDP(1.0), LocalDP(5.0)])
+def test_one_quantile_equals_the_vectorised_descent_bit_for_bit(
+    privacy: object, height: int, branching: int
+) -> None:
+    """One level takes a scalar descent (issue 28, tiny releases): exactly the array path's value."""
+    rng = np.random.default_rng(height * 100 + branching)
+    for n in (3, 64, 400):
+        scores = rng.random(n)
+        labels = (rng.random(n) < scores).astype(int)
+        fed = Federation.from_arrays(scores, labels)
+        raw = release_hierarchy(fed, privacy, height=height, branching=branching, rng=n)
+        for tree in (raw, raw.consistent()):
+            for cls in (None, 0, 1):
+                levels = [0.0, 1e-9, 0.25, 0.5, 0.75, 1.0, *rng.random(4)]
+                many = tree.quantiles(levels, cls=cls)
+                one = [tree.quantiles(q, cls=cls) for q in levels]
+                assert all(o.shape == () for o in one)
+                np.testing.assert_array_equal(np.array(one), many)
+
+
+@pytest.mark.parametrize(("height", "branching"), [(1, 2), (4, 2), (7, 2), (3, 3), (2, 10)])
+@pytest.mark.parametrize("privacy", [SA, DistributedDP(1.0), LocalDP(5.0)])
+def test_consistent_total_variance_equals_the_generic_query_bit_for_bit(
+    privacy: object, height: int, branching: int
+) -> None:
+    """Issue 28: the total's node weights are built directly; the variance must not move."""
+    rng = np.random.default_rng(height * 10 + branching)
+    for n in (3, 64, 400):
+        scores = rng.random(n)
+        labels = (rng.random(n) < scores).astype(int)
+        fed = Federation.from_arrays(scores, labels, np.arange(n) % max(n // 3, 1))
+        tree = release_hierarchy(fed, privacy, height=height, branching=branching, rng=n)
+        tree = tree.consistent()
+        ones = np.ones((1, tree.spec.n_leaves))
+        want = [tree._consistent_query_variance(ones, c)[0] for c in (0, 1)]
+        np.testing.assert_array_equal(tree.total_variance(), want)

@@ -23,20 +23,29 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from fedeval.data.grouping import group_order, is_grouped
 from fedeval.validation import check_binary_labels, check_scores
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ClientView", "Federation", "ScoreKind"]
 
 ScoreKind = Literal["binary", "probabilities", "logits"]
 
 _PROBA_TOLERANCE = 1e-6
+
+
+def _has_missing(values: NDArray[Any]) -> bool:
+    """Whether an object array holds a missing value (None, NaN, pd.NA, NaT)."""
+    import pandas as pd  # here, not at import: numeric client ids never need pandas
+
+    return bool(pd.isna(values).any())
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,7 @@ class Federation:
             )
         if client_arr.dtype.kind == "f" and not np.isfinite(client_arr).all():
             raise ValueError("clients contains NaN or inf")
-        if client_arr.dtype == object and pd.isna(client_arr).any():
+        if client_arr.dtype == object and _has_missing(client_arr):
             raise ValueError("clients contains missing values")
         present = _small_id_presence(client_arr)
         if present is None:
@@ -203,6 +212,8 @@ class Federation:
             A named column is missing (the message lists the available ones),
             or the frame is empty.
         """
+        import pandas as pd  # on first use: from_arrays and the fast path never need pandas
+
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
         score_cols = [score] if isinstance(score, str) else list(score)

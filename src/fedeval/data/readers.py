@@ -6,9 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-import pandas as pd
-import pyarrow as pa
-
 from fedeval.data.federation import Federation, ScoreKind
 
 __all__ = ["read"]
@@ -39,6 +36,10 @@ def read(
     ValueError
         Unknown extension, unreadable/malformed file, empty file, missing column.
     """
+    # pandas and pyarrow on first read, not at import: fe.evaluate on arrays needs neither
+    import pandas as pd
+    import pyarrow as pa
+
     p = Path(path)
     if p.is_dir():
         raise ValueError(

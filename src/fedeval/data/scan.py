@@ -58,13 +58,14 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.dataset as pads
 from numpy.typing import NDArray
 
 from fedeval.data.federation import Federation
 
 __all__ = ["Batch", "RowFilter", "Scan", "scan"]
+
+# pyarrow is imported where it is used, not here: pyarrow.dataset pulls in pandas
+# (~0.3 s), and fe.evaluate on in-memory arrays reads no file.
 
 Engine = Literal["arrow", "dask"]
 Encoder = Callable[[NDArray[np.float64], NDArray[np.int8], NDArray[np.int64]], NDArray[Any]]
@@ -250,6 +251,8 @@ class Scan:
         stateless work (validation, the client index) then overlaps with the
         caller's work on the batch before it.
         """
+        import pyarrow as pa
+
         total = None
         if self.progress:
             try:  # the rows read, which a filtered scan does not all keep
@@ -269,6 +272,8 @@ class Scan:
     def _read(
         self, columns: Sequence[str]
     ) -> Iterator[tuple[list[NDArray[Any]], str, int, int, int]]:
+        import pyarrow as pa
+
         for frag, where in self._fragments():
             first = 0
             batches = frag.to_batches(
@@ -530,6 +535,9 @@ def scan(
         ones), a bad score range. Bad values are found when the data is read,
         and the error names the file and row.
     """
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
     lo, hi = score_range
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
         raise ValueError(f"score_range must be finite with low < high, got {score_range!r}")
@@ -606,6 +614,8 @@ def _check_columns(columns: list[str], available: list[str], where: str) -> None
 
 
 def _to_numpy(col: Any) -> NDArray[Any]:
+    import pyarrow as pa
+
     if col.null_count:
         # A null is a missing value: floats make it NaN, so validation reports it.
         return np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64)

@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.interpolate import PchipInterpolator
 
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.validation import check_int_at_least
@@ -47,6 +46,9 @@ class QuantileECDF:
         if self.knots.size == 1:
             return np.where(x >= self.knots[0], 1.0, 0.0)
         if self.interpolation == "pchip":
+            # on first use: scipy.interpolate imports scipy.optimize (~0.15 s)
+            from scipy.interpolate import PchipInterpolator
+
             val = PchipInterpolator(self.knots, self.levels, extrapolate=False)(x)
         else:
             val = np.interp(x, self.knots, self.levels)

@@ -33,15 +33,16 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import sparse
-from scipy.optimize import linprog
 
 from fedeval.sketches.prefix_tree import DecodedECDF
 from fedeval.sketches.tree import Tree, binary_height
+
+if TYPE_CHECKING:  # scipy.sparse (~0.1 s) is imported where a problem is built or solved
+    from scipy import sparse
 
 __all__ = ["SmoothingProblem", "Solver", "smooth_ecdf", "smoothing_problem"]
 
@@ -93,6 +94,8 @@ def smoothing_problem(
     positions : ndarray of int64
         The sorted, validated positions B.
     """
+    from scipy import sparse
+
     n_here = ecdf.grid.size
     if points is None:
         pos = np.arange(n_here, dtype=np.int64)
@@ -120,10 +123,14 @@ def smoothing_problem(
 
 
 def _solve_highs_l1(prob: SmoothingProblem, method: str = "highs") -> NDArray[np.float64]:
+    from scipy import sparse
+
     v = prob.n_variables
     g = prob.constraints
     # ν = ν⁺ - ν⁻ with ν± ≥ 0; G ν ≥ h  ⇔  -G ν⁺ + G ν⁻ ≤ -h.
     a_ub = sparse.hstack([-g, g], format="csr")
+    from scipy.optimize import linprog  # on first use: scipy.optimize costs ~0.15 s
+
     res = linprog(np.ones(2 * v), A_ub=a_ub, b_ub=-prob.bounds, bounds=(0, None), method=method)
     if res.status != 0:
         raise RuntimeError(f"HiGHS failed on the L1 smoothing LP: {res.message}")
@@ -133,6 +140,7 @@ def _solve_highs_l1(prob: SmoothingProblem, method: str = "highs") -> NDArray[np
 
 def _solve_clarabel(prob: SmoothingProblem, norm: Literal[1, 2]) -> NDArray[np.float64]:
     import clarabel
+    from scipy import sparse
 
     v = prob.n_variables
     g = sparse.csc_matrix(prob.constraints)

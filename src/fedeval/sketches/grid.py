@@ -20,10 +20,12 @@ scikit-learn's right-closed bins; they bin raw predictions, not sketches.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -67,9 +69,16 @@ class UniformGrid:
 
     @property
     def edges(self) -> NDArray[np.float64]:
-        """The ``n_bins + 1`` bin edges."""
+        """The ``n_bins + 1`` bin edges (a fresh array)."""
+        return self._edges.copy()
+
+    @cached_property
+    def _edges(self) -> NDArray[np.float64]:
+        """The edges, computed once per grid and read-only (every threshold query reads them)."""
         lo, hi = self.score_range
-        return np.linspace(lo, hi, self.n_bins + 1)
+        edges = np.linspace(lo, hi, self.n_bins + 1)
+        edges.flags.writeable = False
+        return edges
 
     @property
     def _multiplication_is_exact(self) -> bool:
@@ -101,7 +110,7 @@ class UniformGrid:
 
     def _snap_to_edges(self, x: NDArray[np.float64], idx: NDArray[np.int64]) -> NDArray[np.int64]:
         """Move indices by ±1 where rounding put x on the wrong side of a published edge."""
-        edges = self.edges
+        edges = self._edges
         np.maximum(idx, 0, out=idx)
         idx += (x >= edges[np.minimum(idx + 1, self.n_bins)]) & (idx < self.n_bins - 1)
         idx -= (x < edges[idx]) & (idx > 0)
@@ -115,13 +124,38 @@ class UniformGrid:
         """
         t = np.asarray(thresholds, dtype=np.float64)
         lo, _ = self.score_range
+        if t.size == 1:
+            one = self._locate_one(float(t.ravel()[0]))
+            if one is not None:
+                return np.full(t.shape, one[0], dtype=np.int64), np.full(t.shape, one[1])
         pos = (t - lo) / self.width
         r = np.clip(np.floor(pos).astype(np.int64), 0, self.n_bins)
-        edges = self.edges
+        edges = self._edges
         r += (t >= edges[np.minimum(r + 1, self.n_bins)]) & (r < self.n_bins)
         r -= (t < edges[r]) & (r > 0)
         frac = np.where(r < self.n_bins, (t - edges[r]) / self.width, 0.0)
         return r, np.clip(frac, 0.0, 1.0)
+
+    def _locate_one(self, x: float) -> tuple[int, float] | None:
+        """:meth:`locate` of one threshold on Python scalars: the same float operations.
+
+        ~10x faster than the array form for one threshold (the small-data check
+        asks one per class per release). None where the array form's int64 cast
+        is not a plain floor (non-finite or huge positions): the caller falls back.
+        """
+        lo, _ = self.score_range
+        pos = (x - lo) / self.width
+        if not abs(pos) < 2.0**62:
+            return None
+        n = self.n_bins
+        edges = self._edges
+        r = min(max(math.floor(pos), 0), n)
+        if r < n and x >= float(edges[r + 1]):
+            r += 1
+        if r > 0 and x < float(edges[r]):
+            r -= 1
+        frac = (x - float(edges[r])) / self.width if r < n else 0.0
+        return r, min(max(frac, 0.0), 1.0)
 
     def fractional_position(self, thresholds: NDArray[np.float64]) -> NDArray[np.float64]:
         """Threshold positions in units of bins, exact at edges: ``r + fraction``."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -92,9 +93,9 @@ class HierarchySpec:
     def n_leaves(self) -> int:
         return int(self.branching**self.height)
 
-    @property
+    @cached_property
     def grid(self) -> UniformGrid:
-        """The leaf grid."""
+        """The leaf grid (frozen; built once per spec: every threshold query asks for it)."""
         return UniformGrid(self.n_leaves, self.score_range)
 
     @property
