@@ -20,13 +20,31 @@ an estimate. Nothing here draws noise or charges a budget.
 
 from __future__ import annotations
 
-from fedeval.sketches.base import Sketch
-from fedeval.sketches.grid import UniformGrid
-from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
-from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
-from fedeval.sketches.paired import PairedHierarchySketch
-from fedeval.sketches.sliced import SlicedHierarchySketch
-from fedeval.sketches.tree import Tree
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fedeval.sketches.base import Sketch
+    from fedeval.sketches.grid import UniformGrid
+    from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
+    from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+    from fedeval.sketches.paired import PairedHierarchySketch
+    from fedeval.sketches.sliced import SlicedHierarchySketch
+    from fedeval.sketches.tree import Tree
+
+# Loaded on first use (PEP 562): importing one submodule, e.g. ``fedeval.sketches.tree``
+# from ``fedeval.postprocess.consistency``, must not import the hierarchical histogram,
+# which imports that consistency module back (a cycle when postprocess is imported first).
+_LAZY = {
+    "HierarchicalHistogram": "fedeval.sketches.hierarchical_histogram",
+    "HierarchySketch": "fedeval.sketches.hierarchy",
+    "HierarchySpec": "fedeval.sketches.hierarchy",
+    "PairedHierarchySketch": "fedeval.sketches.paired",
+    "Sketch": "fedeval.sketches.base",
+    "SlicedHierarchySketch": "fedeval.sketches.sliced",
+    "Tree": "fedeval.sketches.tree",
+    "UniformGrid": "fedeval.sketches.grid",
+}
 
 __all__ = [
     "HierarchicalHistogram",
@@ -38,3 +56,11 @@ __all__ = [
     "Tree",
     "UniformGrid",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fedeval.sketches' has no attribute {name!r}")
