@@ -63,7 +63,7 @@ Parts (``--part``):
     other 3 alarmed before t = 41, on data not yet changed). Skellam
     (``--noise skellam``, auto = factorization): no change 2/40; both
     changes flagged by t = 48 in 40/40, none before t = 41. Alarms before
-    the change, all scenarios: 4/120 seeds (Pólya), 2/120 (Skellam).
+    the change, all scenarios: 3/120 seeds (Pólya), 2/120 (Skellam).
 ``cost``
     Seconds per ``mon.update`` (encoding 5,000 examples, the running rows,
     the noise) against one ``fedeval.aggregation.release`` of the same
