@@ -28,13 +28,65 @@ Choices made once, before the first period, from public inputs only
   with the smallest mean variance of the cumulative count over the horizon,
   computed in closed form from the noise the privacy model calibrates for
   each (its column norms and the noise's norm: L1 for Pólya/discrete Laplace,
-  L2 for Skellam). Measured in ``benchmarks/bench_monitor.py``.
+  L2 for Skellam). Measured in ``benchmarks/bench_monitor.py``; which one
+  wins where, and why, is below.
 * **The hierarchy** (height, buckets): planned by :func:`fedeval.plan` for the
   declared ``examples_per_period`` times ⌈T/2⌉ examples (the cumulative size at
   mid-horizon) at the ε whose single release has the monitor's mean noise.
   A size must be declared: under add/remove DP the number of examples is not
   public (:mod:`fedeval.public_facts`), and a monitor fixes its hierarchy
   before it sees any period.
+
+Which mechanism wins where
+--------------------------
+The noise of a strategy R is calibrated to its largest column norm (what one
+example in one period moves the rows by): L1 for pure ε (Pólya shares,
+discrete Laplace), L2 for Skellam (and Gaussian-type noise). The variance of
+the prefix count at t is that norm² times a factor of the strategy
+(:meth:`~fedeval.privacy.mechanisms.continual.ContinualStrategy.prefix_variance_factors`).
+At T = 64 (per unit of per-period sensitivity):
+
+================================  ======  ======  ==========================  =============
+strategy                          L1      L2      prefix factor               (t = T; mean)
+================================  ======  ======  ==========================  =============
+binary tree + Honaker             7       √7      ≈ ½ at t = 2^k, ≤ 3.8       (0.50; 1.91)
+square-root factorization         9.01    1.55    Σ_{k<t} c_k² ≤ 2.39         (2.39; 2.08)
+per-period                        1       1       t                           (64; 32.5)
+================================  ======  ======  ==========================  =============
+
+* **Pure ε (Pólya):** the factorization's column L1 norm Σ_{k<T} c_k ≈
+  2√(T/π) grows like √T, the tree's like log₂ T, so the factorization loses
+  to the tree at *every* t (variance 1.04× at best, 7.9× at t = T: SD 2.8×).
+  It is a factorization for L2 noise (Fichtenberger, Henzinger & Upadhyay
+  2023 analyse it with Gaussian noise). Per-period release wins the mean
+  over t for T up to ≈ 400 (T = 64: 32.5 against the tree's 93; T = 1024:
+  512 against 351), because the tree's L1 norm enters squared; ``"auto"``
+  picks it.
+* **Skellam (L2):** the factorization's L2 norm √Σ c_k² = O(√log T) beats
+  the tree's √(log₂ T + 1), and it wins the mean prefix variance over
+  t = 1..T (4.97 against 13.3: SD 0.61×) and the worst t (0.46×); ``"auto"``
+  picks it. It loses only at t = 8, 16, 32, 64 (SD 1.05–1.27×): at a power
+  of two the prefix is one tree node, estimated from its whole subtree, the
+  tree's best case (plain dyadic tree: the factorization is ≤ 0.90× at every t).
+* Measured (``python benchmarks/bench_monitor.py --part accuracy --seeds 60
+  --noise skellam``, and ``--noise polya``; T = 64, 5,000 examples a period,
+  ε = 1): RMSE of the square-root factorization ÷ the tree with Honaker's
+  estimator (÷ the plain dyadic tree), 95% seed-bootstrap intervals in
+  brackets:
+
+  ===========================  ====================  ==============================
+  quantity                     Pólya (pure ε)        Skellam (δ = 1e-6)
+  ===========================  ====================  ==============================
+  cumulative AUC, t = 64       2.76 (1.92)           1.18 [0.90, 1.63] (0.81)
+  cumulative AUC, all t        1.43 (1.11)           0.80 [0.67, 0.96] (0.66)
+  cumulative AUC, t ≥ 8        1.43 (1.20)           0.63 [0.57, 0.71] (0.53)
+  AUC of the last 8 periods    1.52 (1.00)           0.69 [0.66, 0.73] (0.42)
+  positives count, all t       1.46 (1.13)           0.60 [0.55, 0.65] (0.46)
+  ===========================  ====================  ==============================
+
+  So the factorization is the one to use with Skellam noise (``"auto"`` picks
+  it), judged by the error over the horizon rather than at its last period;
+  with Pólya noise it is never the better one.
 
 Uncertainty
 -----------
