@@ -133,3 +133,14 @@ print("\\n".join(failed))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     count, *failed = out.stdout.strip().splitlines()
     assert int(count) > 100 and failed == [], failed
+
+
+def test_the_sketches_package_names_resolve_lazily() -> None:
+    code = (
+        "import sys, fedeval.sketches as sk;"
+        "loaded = 'fedeval.sketches.hierarchical_histogram' in sys.modules;"
+        "names = [getattr(sk, n).__name__ for n in sk.__all__];"
+        "print(loaded, len(names) == len(sk.__all__))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
