@@ -19,7 +19,8 @@ from that population, then, under DistDP ε = 1 and LDP ε = 5:
   difference (H0 true, at its boundary): the rejection rate is the test's type-I
   error. Target ≤ 5 % (printed with its 95 % Clopper–Pearson upper bound).
 
-Usage: python benchmarks/bench_compare_coverage.py [--seeds 300] [--n 50000] [--quick]
+Usage: python benchmarks/bench_compare_coverage.py [--seeds 300] [--n 50000] [--first-seed 0]
+[--save per_seed.npz] [--quick]
 (--quick: 20 seeds of 20,000 examples, to check the script.)
 """
 
@@ -53,10 +54,19 @@ def upper_cp(k: int, n: int) -> float:
     return 1.0 if k == n else float(beta.ppf(0.975, k + 1, n - k))
 
 
+def cp(hits: list[float]) -> str:
+    """Coverage with its 95 % Clopper–Pearson interval, e.g. ``0.953 [0.928, 0.971]``."""
+    k, n = int(sum(hits)), len(hits)
+    lo = 0.0 if k == 0 else float(beta.ppf(0.025, k, n - k + 1))
+    return f"{k / n:.3f} [{lo:.3f}, {upper_cp(k, n):.3f}]"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=300)
     ap.add_argument("--n", type=int, default=50_000)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first … first + seeds - 1")
+    ap.add_argument("--save", help="write every seed's values to this .npz")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     if args.quick:
@@ -67,7 +77,7 @@ def main() -> None:
     models = {"DistDP ε=1": fe.DistributedDP(epsilon=1.0), "LDP ε=5": fe.LocalDP(epsilon=5.0)}
     rows: dict[str, dict[str, list[float]]] = {k: {} for k in models}
     t0 = time.perf_counter()
-    for seed in range(args.seeds):
+    for i, seed in enumerate(range(args.first_seed, args.first_seed + args.seeds)):
         a, b, y = draw(args.n, seed)
         pooled = roc_auc_score(y, a) - roc_auc_score(y, b)
         fa, fb = fe.Federation.from_arrays(a, y), fe.Federation.from_arrays(b, y)
@@ -100,8 +110,8 @@ def main() -> None:
                 ("err_unpaired", u_est - DELTA),
             ):
                 r.setdefault(key, []).append(float(value))
-        if (seed + 1) % 50 == 0:
-            print(f"  … {seed + 1} seeds, {time.perf_counter() - t0:.0f} s", flush=True)
+        if (i + 1) % 50 == 0:
+            print(f"  … {i + 1} seeds, {time.perf_counter() - t0:.0f} s", flush=True)
     print()
     print("| model | cover, total SE vs population ΔAUC | cover, privacy SE vs pooled ΔAUC | "
           "z SD (total / privacy) | mean SE: total (privacy, sampling) | unpaired SE (2 × ε/2) | "
@@ -112,7 +122,7 @@ def main() -> None:
         k = int(sum(r["reject_at_margin"]))
         n = len(r["reject_at_margin"])
         print(
-            f"| {name} | {np.mean(r['cover_total']):.3f} | {np.mean(r['cover_privacy']):.3f} | "
+            f"| {name} | {cp(r['cover_total'])} | {cp(r['cover_privacy'])} | "
             f"{np.std(r['z_total']):.2f} / {np.std(r['z_privacy']):.2f} | "
             f"{np.mean(r['se_total']):.2e} ({np.mean(r['se_privacy']):.2e}, "
             f"{np.mean(r['se_sampling']):.2e}) | {np.mean(r['se_unpaired']):.2e} | "
@@ -124,6 +134,9 @@ def main() -> None:
     print(f"\n({time.perf_counter() - t0:.0f} s; unpaired intervals covered "
           + ", ".join(f"{name} {np.mean(r['cover_unpaired']):.3f}" for name, r in rows.items())
           + ")")  # fmt: skip
+    if args.save:
+        np.savez(args.save, **{f"{name}/{key}": np.array(v) for name, r in rows.items()
+                               for key, v in r.items()})  # fmt: skip
 
 
 if __name__ == "__main__":
