@@ -291,6 +291,7 @@ def test_every_bad_input_is_one_line_exit_2_and_nothing_written(
     assert sorted(p.name for p in inputs.rglob("*")) == before  # nothing written
     artifacts = os.environ.get("FEDEVAL_ARTIFACT_DIR")
     if artifacts:  # the bad-input table of issue 29, rebuilt by every CI run
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
         with open(Path(artifacts) / "bad-inputs.md", "a", encoding="utf-8") as table:
             shown = " ".join(argv).replace("|", "\\|")
             message = lines[0].replace("|", "\\|")
