@@ -230,3 +230,18 @@ def test_predicted_errors_bound_observed_errors_at_a_held_out_setting() -> None:
                 assert np.median(arr) >= 1.0 / OVERSTATEMENT_FACTOR, (
                     f"{privacy} {k}: prediction overstates, median ratio {np.median(arr):.3f}"
                 )
+
+
+def test_predicted_errors_never_exceed_the_uninformative_answer() -> None:
+    """Issue 29: plan predicted an AUC error of 0.92 for 57 clients (AUC lies in [0, 1];
+    answering 0.5 errs by at most 0.5). Capped, with a note that says so."""
+    from fedeval.planning import UNINFORMATIVE_ERROR
+
+    p = fe.plan(n_clients=57, privacy="distdp", epsilon=1.0)
+    assert p.predicted_error["auc"] == UNINFORMATIVE_ERROR == 0.5
+    assert any(n.startswith("auc: the predicted error (0.92) reaches 0.5") for n in p.notes)
+    assert not p.enough_clients
+    for clients in (2, 10, 57, 1_000, 10**6):
+        for privacy, eps in (("sa", None), ("distdp", 0.1), ("ldp", 1.0), ("central", 0.1)):
+            q = fe.plan(n_clients=clients, privacy=privacy, epsilon=eps)
+            assert all(0 <= v <= 0.5 for v in q.predicted_error.values()), (clients, privacy)

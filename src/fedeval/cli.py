@@ -812,6 +812,7 @@ def _exact_differences(fed_a: Any, fed_b: Any, thresholds: Sequence[float]) -> d
 def cmd_plan(args: argparse.Namespace) -> int:
     _check_flags(args)
     import fedeval as fe
+    from fedeval.planning import UNINFORMATIVE_ERROR
 
     p = fe.plan(
         n_clients=args.clients,
@@ -848,7 +849,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print("predicted errors (about 1 run in 10 exceeds them):")
     for k, v in p.predicted_error.items():
         mark = "ok" if v <= p.target_error else f"above the target {p.target_error:g}"
-        print(f"{words.get(k, k):>18}: {v:.1e}  {mark}")
+        shown = f"{v:.1e}" if v < UNINFORMATIVE_ERROR else f">= {UNINFORMATIVE_ERROR:g} (no signal)"
+        print(f"{words.get(k, k):>18}: {shown}  {mark}")
     verdict = "yes" if p.enough_clients else "no"
     print(
         f"{'enough clients':>18}: {verdict} (every evaluation error within "

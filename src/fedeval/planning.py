@@ -265,7 +265,18 @@ def plan(
     else:
         cal_bins = max(2, round(m ** (1 / 3)))
     rates = _rates(key, eps, m, h, leaves, n_buckets, n_quantiles)
-    err = {k: ERROR_CONSTANTS[(key, k)] * r for k, r in rates.items()}
+    # Every predicted quantity lies in [0, 1]: answering 0.5 without any release errs by
+    # at most 0.5, so a larger prediction says only "no signal" (issue 29: plan printed an
+    # AUC error of 0.92 for 57 clients). Capped at UNINFORMATIVE_ERROR, with a note.
+    raw = {k: ERROR_CONSTANTS[(key, k)] * r for k, r in rates.items()}
+    err = {k: min(v, UNINFORMATIVE_ERROR) for k, v in raw.items()}
+    for k, v in raw.items():
+        if v >= UNINFORMATIVE_ERROR:
+            notes.append(
+                f"{k}: the predicted error ({v:.2g}) reaches {UNINFORMATIVE_ERROR:g}, the error "
+                "of answering 0.5 without data: at this size and ε the release would carry no "
+                "usable signal for it (shown capped)"
+            )
     # "Enough clients" is about the evaluation this plan is for; the calibration ECE
     # is a bare, unfitted rate of a different task (histogram binning), so it is
     # reported but does not decide the verdict.
@@ -305,6 +316,11 @@ def plan(
     )
 
 
+#: Cap of a predicted error: every planned quantity (AUC, threshold metrics, ECE, ROC
+#: area error) lies in [0, 1], and answering 0.5 errs by at most this much.
+UNINFORMATIVE_ERROR = 0.5
+
+
 def _rates(
     key: str, eps: float, m: int, h: int, leaves: int, n_buckets: int, n_quantiles: int
 ) -> dict[str, float]:
@@ -334,7 +350,8 @@ def _rates(
 def error_rates(chosen: Plan) -> dict[str, float]:
     """Rates (constant 1) behind ``chosen.predicted_error``.
 
-    ``chosen.predicted_error[k] == ERROR_CONSTANTS[(chosen.regime, k)] * error_rates(chosen)[k]``.
+    ``chosen.predicted_error[k] == min(ERROR_CONSTANTS[(chosen.regime, k)] * error_rates(chosen)[k],
+    UNINFORMATIVE_ERROR)``.
     Used to fit the constants (``benchmarks/fit_planner_constants.py``).
     """
     return _rates(
