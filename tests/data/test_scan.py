@@ -307,3 +307,40 @@ def test_a_binding_client_bound_stays_streamed(
 
 def _refuse(*args: object, **kwargs: object) -> None:
     raise AssertionError("read into memory")
+
+
+@pytest.mark.parametrize("bound", [None, 30])
+def test_the_planning_count_of_a_scan_reads_no_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bound: int | None
+) -> None:
+    """Issue 28: the count released to plan from streamed (and, under a client bound,
+    bounded) every row, half the time of a client-level scan. It is the row count, from
+    the metadata or Σ min(size, B): the same release, for the same seed, as the streamed
+    count, and no pass over score or label for it."""
+    import sys
+
+    from fedeval.sketches.client_count import ExampleCountSketch
+
+    s, y, c = _data(6000, 40)
+    d = _write_parts(tmp_path, s, y, c)
+    model = (
+        fe.DistributedDP(1.0)
+        if bound is None
+        else fe.DistributedDP(1.0, unit="client", contribution_bound=bound)
+    )
+    scan_type = sys.modules["fedeval.data.scan"].Scan
+    read = scan_type._column_batches
+    passes: list[list[str]] = []
+
+    def recording(self: Any, columns: Any, *args: Any) -> Any:
+        passes.append(list(columns))
+        return read(self, columns, *args)
+
+    monkeypatch.setattr(scan_type, "_column_batches", recording)
+    fast = fe.evaluate(fe.scan(d, client="client", batch_size=700), model, rng=5)
+    assert passes.count(["score", "label", "client"]) + passes.count(["score", "label"]) == 1
+    monkeypatch.setattr(ExampleCountSketch, "counts_rows", False)
+    streamed = fe.evaluate(fe.scan(d, client="client", batch_size=700), model, rng=5)
+    assert fast.plan is not None and streamed.plan is not None
+    assert fast.parameters["height"] == streamed.parameters["height"]
+    assert _levels_equal(fast, streamed)

@@ -233,7 +233,12 @@ def sum_vectors(
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fedeval-noise")
             pending = pool.submit(noise.total, sketch.noise_size, rng, fed.n_clients)
         try:
-            if isinstance(fed, Scan):
+            if isinstance(fed, Scan) and sketch.counts_rows and groups is None:
+                # The sum of [rows] over the clients is the scan's row count: from the
+                # Parquet metadata, or Σ min(size, B) under a contribution bound, with no
+                # pass over the data (the bounded pass is the costly one: issue 28).
+                total = np.array([fed.n_examples], dtype=np.int64)
+            elif isinstance(fed, Scan):
                 total = fed.encode(
                     _encoder(sketch, groups),
                     length=sketch.length,

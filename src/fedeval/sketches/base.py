@@ -63,6 +63,10 @@ class Sketch(ABC):
         ``encode`` reads its ``clients`` argument. When False, encoding a whole
         federation does not build the client index of every example (one
         gather per example when the ids have gaps).
+    counts_rows : bool
+        ``encode`` is the one-coordinate vector [number of rows]: a streamed
+        source's sum is its row count (after any contribution bound), known
+        without reading the rows.
     public_inputs : tuple of str
         Inputs this sketch's release treats as public (domain, grid, height, ...).
     """
@@ -75,6 +79,7 @@ class Sketch(ABC):
     per_party: bool = False
     clips_clients: bool = False
     reads_clients: bool = True
+    counts_rows: bool = False
 
     @property
     def public_inputs(self) -> tuple[str, ...]:

@@ -106,6 +106,7 @@ class ExampleCountSketch(Sketch):
     name = "example count"
     one_hot = True
     reads_clients = False
+    counts_rows = True
 
     @property
     def parts(self) -> tuple[Part, ...]:
