@@ -450,7 +450,7 @@ def write_report(
             for metric, spec in THRESHOLD_METRICS.items():
                 r[spec.label] = with_se(at[metric])
                 if "exact" in at[metric]:
-                    e[f"{metric} |error|"] = at[metric]["abs_error"]
+                    e[f"{spec.label} |error|"] = at[metric]["abs_error"]
             thr_rows.append(r)
             if len(e) > 2:
                 err_rows.append(e)
