@@ -542,3 +542,71 @@ def test_shrinkage_transpose_is_unchanged_bit_for_bit(privacy, height, branching
                     got = _shrinkage_transpose(*args, through_simplex=through)
                     want = _shrinkage_transpose_before_issue_28(*args, through_simplex=through)
                     np.testing.assert_array_equal(got, want)
+
+
+def _random_binary_levels(rng: np.random.Generator, height: int) -> list[np.ndarray]:
+    """Released-like levels of one class: consistent-ish counts with noise, negatives included."""
+    leaves = rng.poisson(rng.uniform(0.0, 6.0), 2**height).astype(np.float64)
+    leaves += rng.laplace(0.0, rng.choice([0.5, 2.0, 8.0]), leaves.size)
+    if rng.random() < 0.2:
+        leaves = np.round(leaves)  # ties and exact zeros
+    out = [leaves]
+    for _ in range(height - 1):
+        out.append(out[-1].reshape(-1, 2).sum(axis=1))
+    return out[::-1]
+
+
+def test_scalar_wiener_shrinkage_and_its_transpose_equal_the_array_form_bit_for_bit() -> None:
+    """Issue 28 (tiny releases): small binary trees shrink and carry gradients back on Python
+    floats; the bins, every Shrinkage array and every leaf weight must equal the array form's
+    exactly, on random levels (negative children, zero variances, ties) and on real releases."""
+    from fedeval.metrics.dense import (
+        Shrinkage,
+        _scalar_shrinkage,
+        _shrinkage_transpose_scalar,
+        _wiener_class,
+        _wiener_class_scalar,
+    )
+
+    def check(released: list[np.ndarray], var: list[float], rng: np.random.Generator) -> None:
+        est, shrink = _wiener_class(released, var, 2)
+        est_s, shrink_s = _wiener_class_scalar(released, var, 2)
+        np.testing.assert_array_equal(est_s, est)
+        assert isinstance(shrink_s, Shrinkage)
+        for got, want in zip(shrink_s.levels, shrink.levels, strict=True):
+            for x, y in zip(got, want, strict=True):
+                assert np.shape(x) == np.shape(y)
+                np.testing.assert_array_equal(x, y)
+            assert got[4].dtype == np.bool_
+        n = released[-1].size * 2 ** int(rng.integers(0, 3))
+        g = rng.normal(size=released[-1].size) * rng.choice([1e-3, 1.0, 1e3])
+        for through in (True, False):
+            want_w = _shrinkage_transpose_before_issue_28(shrink, g, n, 2, through_simplex=through)
+            np.testing.assert_array_equal(
+                _shrinkage_transpose_scalar(shrink_s, g, n, through), want_w
+            )
+            np.testing.assert_array_equal(
+                _shrinkage_transpose(shrink, g, n, 2, through_simplex=through), want_w
+            )
+
+    rng = np.random.default_rng(28)
+    clipped = 0
+    for _ in range(400):
+        height = int(rng.integers(1, 8))
+        released = _random_binary_levels(rng, height)
+        var = [float(v) for v in rng.choice([0.0, 0.5, 4.0, 50.0], height)]
+        check(released, var, rng)
+        clipped += sum(int(np.sum(~lv[4])) for lv in _wiener_class(released, var, 2)[1].levels)
+    assert clipped > 100  # the non-negative split and its transpose were exercised
+    for privacy in PRIVACY:
+        for n, seed in [(3, 0), (20, 1), (64, 2), (100, 3)]:
+            s = rng.random(n)
+            y = (rng.random(n) < s).astype(int)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed).tree
+            assert _scalar_shrinkage(tree)
+            for level in range(1, tree.height + 1):
+                for c in (0, 1):
+                    released = [np.asarray(x[c], dtype=np.float64) for x in tree.levels[:level]]
+                    check(released, _split_variances(tree, c, level), rng)

@@ -320,27 +320,100 @@ def wiener_levels(
     if not tree.guarantee.is_private:
         return np.asarray(tree.levels[level - 1], dtype=np.float64), None
     b = tree.branching
+    one_class = _wiener_class_scalar if _scalar_shrinkage(tree) else _wiener_class
     out, info = [], []
     for c in (0, 1):
         var = _split_variances(tree, c, level)
         released = [np.asarray(x[c], dtype=np.float64) for x in tree.levels[:level]]
-        parent = np.array([released[0].sum()])
-        est = parent.copy()
-        steps = []
-        for lv in range(level):
-            dev = released[lv].reshape(-1, b) - parent[:, None] / b
-            ss = np.sum(dev**2, axis=1)
-            k = (b - 1) * var[lv]
-            with np.errstate(divide="ignore"):
-                s = np.clip(1.0 - k / np.where(ss > 0, ss, np.inf), 0.0, 1.0)
-            s = np.where(ss > k, s, 0.0)
-            kids, kept = project_children_to_simplex(est[:, None] / b + s[:, None] * dev)
-            est = kids.ravel()
-            parent = released[lv]
-            steps.append((dev, ss, s, k, kept))
+        est, shrink = one_class(released, var, b)
         out.append(est)
-        info.append(Shrinkage(tuple(steps)))
+        info.append(shrink)
     return np.array(out), (info[0], info[1])
+
+
+_SCALAR_SHRINK_MAX_LEAVES = 256
+"""Binary trees up to this many leaves run :func:`wiener_levels` and its reverse pass on Python floats."""
+
+
+def _scalar_shrinkage(tree: HierarchicalHistogram) -> bool:
+    """Whether the shrinkage of ``tree`` takes the Python-float paths (small binary trees)."""
+    return tree.branching == 2 and tree.spec.n_leaves <= _SCALAR_SHRINK_MAX_LEAVES
+
+
+def _wiener_class(
+    released: list[NDArray[np.float64]], var: list[float], b: int
+) -> tuple[NDArray[np.float64], Shrinkage]:
+    """One class of :func:`wiener_levels` on arrays: the shrunk bins and the :class:`Shrinkage`."""
+    parent = np.array([released[0].sum()])
+    est = parent.copy()
+    steps = []
+    for lv in range(len(released)):
+        dev = released[lv].reshape(-1, b) - parent[:, None] / b
+        ss = np.sum(dev**2, axis=1)
+        k = (b - 1) * var[lv]
+        with np.errstate(divide="ignore"):
+            s = np.clip(1.0 - k / np.where(ss > 0, ss, np.inf), 0.0, 1.0)
+        s = np.where(ss > k, s, 0.0)
+        kids, kept = project_children_to_simplex(est[:, None] / b + s[:, None] * dev)
+        est = kids.ravel()
+        parent = released[lv]
+        steps.append((dev, ss, s, k, kept))
+    return est, Shrinkage(tuple(steps))
+
+
+def _wiener_class_scalar(
+    released: list[NDArray[np.float64]], var: list[float], b: int
+) -> tuple[NDArray[np.float64], Shrinkage]:
+    """:func:`_wiener_class` of a binary tree on Python floats, the same operations in order.
+
+    With b = 2 every row sum has two terms (one rounding, whatever the order),
+    the shrink factor's clip and the closed-form non-negative split of
+    :func:`~fedeval.postprocess.tables.project_children_to_simplex` are the
+    same comparisons, so the bins and the :class:`Shrinkage` arrays are equal
+    bit for bit (tested against the array form). A small release's tree has
+    a few tens of nodes, where 2·h rounds of (m, 2) array calls cost ~0.5 ms.
+    """
+    assert b == 2
+    first = released[0].tolist()
+    parent = [first[0] + first[1]]
+    est = list(parent)
+    steps = []
+    for lv in range(len(released)):
+        rel = released[lv].tolist()
+        k = (b - 1) * var[lv]
+        dev: list[float] = []
+        ss: list[float] = []
+        s: list[float] = []
+        kept: list[bool] = []
+        kids: list[float] = []
+        for j, p in enumerate(parent):
+            even = p / b
+            d0, d1 = rel[2 * j] - even, rel[2 * j + 1] - even
+            q = d0 * d0 + d1 * d1
+            sj = min(max(1.0 - k / q, 0.0), 1.0) if q > k else 0.0
+            e = est[j] / b
+            x0, x1 = e + sj * d0, e + sj * d1
+            if x0 <= 0 or x1 <= 0:
+                total = max(x0 + x1, 0.0)
+                x0 = min(max(x0, 0.0), total)
+                x1 = total - x0
+            dev += (d0, d1)
+            ss.append(q)
+            s.append(sj)
+            kept += (x0 > 0, x1 > 0)
+            kids += (x0, x1)
+        est = kids
+        parent = rel
+        steps.append(
+            (
+                np.array(dev).reshape(-1, b),
+                np.array(ss),
+                np.array(s),
+                k,
+                np.array(kept).reshape(-1, b),
+            )
+        )
+    return np.array(est), Shrinkage(tuple(steps))
 
 
 def _shrinkage_transpose(
@@ -359,8 +432,11 @@ def _shrinkage_transpose(
     is dropped. Carries a gradient on the shrunk bins back to one weight per
     consistent leaf (each level's weights are spread to the leaves they sum).
     ``through_simplex=False`` reads the non-negative split as the identity
-    (the floor of :data:`PINNED_FLOOR`).
+    (the floor of :data:`PINNED_FLOOR`). Small binary trees take
+    :func:`_shrinkage_transpose_scalar` (equal bit for bit).
     """
+    if b == 2 and n_leaves <= _SCALAR_SHRINK_MAX_LEAVES:
+        return _shrinkage_transpose_scalar(shrink, grad_bins, n_leaves, through_simplex)
     g = np.asarray(grad_bins, dtype=np.float64)
     leaf_w = np.zeros(n_leaves)
     steps = zip(reversed(shrink.levels), reversed(shrink.coefficients), strict=True)
@@ -379,6 +455,48 @@ def _shrinkage_transpose(
         by_parent += g_parent_released[:, None]
     # The root estimate is the released total, the sum of all leaves.
     return leaf_w + float(g.sum())
+
+
+def _shrinkage_transpose_scalar(
+    shrink: Shrinkage, grad_bins: Any, n_leaves: int, through_simplex: bool
+) -> NDArray[np.float64]:
+    """:func:`_shrinkage_transpose` of a binary tree on Python floats, the same operations in order.
+
+    Per node: :func:`~fedeval.postprocess.tables.simplex_transpose` of its two
+    children's gradients (a clipped child gets the kept one's, or 0), then
+    u = s·g + (coef·(d·g))·d; every leaf then receives, level by level from
+    the bottom, its child's u and its parent's −Σu/2 in the array form's order
+    of additions, so the weights are equal bit for bit (tested).
+    """
+    b = 2
+    g = np.asarray(grad_bins, dtype=np.float64).tolist()
+    leaf_w = [0.0] * n_leaves
+    steps = zip(reversed(shrink.levels), reversed(shrink.coefficients), strict=True)
+    for (dev, _, s, _, kept), coef in steps:
+        d, sl, cl, kl = dev.tolist(), s.tolist(), coef.tolist(), kept.tolist()
+        u: list[float] = []
+        g_parent_released: list[float] = []
+        g_next: list[float] = []
+        for j, (d0, d1) in enumerate(d):
+            g0, g1 = g[2 * j], g[2 * j + 1]
+            k0, k1 = kl[j]
+            if through_simplex and not (k0 and k1):
+                n_kept = k0 + k1
+                mean_kept = ((g0 if k0 else 0.0) + (g1 if k1 else 0.0)) / max(n_kept, 1)
+                fill = mean_kept if n_kept > 0 else 0.0
+                g0, g1 = (g0 if k0 else fill), (g1 if k1 else fill)
+            cd = cl[j] * (d0 * g0 + d1 * g1)
+            u0, u1 = sl[j] * g0 + cd * d0, sl[j] * g1 + cd * d1
+            u += (u0, u1)
+            g_parent_released.append(-(u0 + u1) / b)
+            g_next.append((g0 + g1) / b)
+        span = n_leaves // len(u)
+        leaf_w = [w + u[i // span] for i, w in enumerate(leaf_w)]
+        span *= b
+        leaf_w = [w + g_parent_released[i // span] for i, w in enumerate(leaf_w)]
+        g = g_next
+    root = g[0]
+    return np.array([w + root for w in leaf_w])
 
 
 def boundary_counts(
