@@ -610,3 +610,37 @@ def test_scalar_wiener_shrinkage_and_its_transpose_equal_the_array_form_bit_for_
                 for c in (0, 1):
                     released = [np.asarray(x[c], dtype=np.float64) for x in tree.levels[:level]]
                     check(released, _split_variances(tree, c, level), rng)
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=5.0), fe.DistributedDP(epsilon=0.3)],
+    ids=["distdp", "ldp", "distdp-0.3"],
+)
+def test_class_twins_share_split_variances_and_subtree_sums_bit_for_bit(privacy) -> None:
+    """Issue 28: where both classes have equal node variances (DistDP) the second class reuses
+    the first's split variances and subtree sums; each must equal a fresh tree's (no caches)
+    asked about that class first, and LDP's unequal variances are never shared."""
+    rng = np.random.default_rng(7)
+    for n, seed in [(3, 0), (20, 1), (100, 2), (2_000, 3)]:
+        s = rng.random(n)
+        y = (rng.random(n) < s).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed).tree
+        equal = all(np.array_equal(v[0], v[1]) for v in tree.node_variance)
+        assert tree._same_variances(0, 1) == tree._same_variances(1, 0) == equal
+        assert equal == isinstance(privacy, fe.DistributedDP)
+        q = np.array([0.3, 0.5, 0.77])
+        for first in (0, 1):
+            cached = replace(tree)
+            for c in (first, 1 - first):
+                for level in range(1, tree.height + 1):
+                    fresh = replace(tree)
+                    assert _split_variances(cached, c, level) == _split_variances(fresh, c, level)
+                got = cached.prefix_moments(q, c)
+                want = replace(tree).prefix_moments(q, c)
+                for x, w in zip(got, want, strict=True):
+                    np.testing.assert_array_equal(x, w)
+            shared = cached._subtree_sums[0] is cached._subtree_sums[1]
+            assert shared == equal

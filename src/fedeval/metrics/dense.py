@@ -252,13 +252,23 @@ def _split_variances(tree: HierarchicalHistogram, c: int, level: int) -> list[fl
     O(b·h) per level). Under local DP the raw node variances differ within a
     level (the oracle's variance uses the plug-in count); the first node's then
     stands for its level.
+
+    A pure function of the class's node variances: where the other class's are
+    equal (distributed and central DP) its result is reused (cached per tree).
     """
+    key = f"split_variances_{level}"
+    done = tree._derived.setdefault(key, {})
+    twin = next((d for d in done if d == c or tree._same_variances(c, d)), None)
+    if twin is not None:
+        return list(done[twin])
     b = tree.branching
     lo, hi = tree.spec.score_range
     edges = lo + (hi - lo) / float(b) ** np.arange(1, level + 1)
     var_node, _, var_total = tree.prefix_moments(edges, c)
     parent = np.concatenate(([var_total], var_node[:-1]))
-    return [float(v) for v in np.maximum(var_node - parent / b**2, 0.0)]
+    out = [float(v) for v in np.maximum(var_node - parent / b**2, 0.0)]
+    done[c] = out
+    return list(out)
 
 
 def wiener_levels(
