@@ -476,13 +476,18 @@ def _shrinkage_transpose_scalar(
     children's gradients (a clipped child gets the kept one's, or 0), then
     u = s·g + (coef·(d·g))·d; every leaf then receives, level by level from
     the bottom, its child's u and its parent's −Σu/2 in the array form's order
-    of additions, so the weights are equal bit for bit (tested).
+    of additions, so the weights are equal bit for bit (tested). The leaves
+    under one bin of the level receive the same sequence, so it is summed once
+    per bin.
     """
     b = 2
     g = np.asarray(grad_bins, dtype=np.float64).tolist()
-    leaf_w = [0.0] * n_leaves
+    # Every leaf under one bin of the level gets the same additions in the same order,
+    # so the sums are kept per bin and repeated over its leaves at the end.
+    per_bin = [0.0] * len(g)
     steps = zip(reversed(shrink.levels), reversed(shrink.coefficients), strict=True)
-    for (dev, _, s, _, kept), coef in steps:
+    # shift: log2 of the bins under one child of the level being carried back
+    for shift, ((dev, _, s, _, kept), coef) in enumerate(steps):
         d, sl, cl, kl = dev.tolist(), s.tolist(), coef.tolist(), kept.tolist()
         u: list[float] = []
         g_parent_released: list[float] = []
@@ -500,13 +505,14 @@ def _shrinkage_transpose_scalar(
             u += (u0, u1)
             g_parent_released.append(-(u0 + u1) / b)
             g_next.append((g0 + g1) / b)
-        span = n_leaves // len(u)
-        leaf_w = [w + u[i // span] for i, w in enumerate(leaf_w)]
-        span *= b
-        leaf_w = [w + g_parent_released[i // span] for i, w in enumerate(leaf_w)]
+        # (w + u) + g_parent: the child's pass, then the parent's, as two array adds.
+        per_bin = [
+            w + u[i >> shift] + g_parent_released[i >> (shift + 1)] for i, w in enumerate(per_bin)
+        ]
         g = g_next
     root = g[0]
-    return np.array([w + root for w in leaf_w])
+    repeat = n_leaves // len(per_bin)
+    return np.array([x for w in per_bin for x in [w + root] * repeat])
 
 
 def boundary_counts(
