@@ -578,6 +578,9 @@ def test_scalar_wiener_shrinkage_and_its_transpose_equal_the_array_form_bit_for_
                 assert np.shape(x) == np.shape(y)
                 np.testing.assert_array_equal(x, y)
             assert got[4].dtype == np.bool_
+        for got, (_, ss, s, k, _) in zip(shrink_s.coefficients, shrink.levels, strict=True):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.testing.assert_array_equal(got, np.where(s > 0, 2.0 * k / ss**2, 0.0))
         n = released[-1].size * 2 ** int(rng.integers(0, 3))
         g = rng.normal(size=released[-1].size) * rng.choice([1e-3, 1.0, 1e3])
         for through in (True, False):

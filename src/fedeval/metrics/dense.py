@@ -108,12 +108,44 @@ class Shrinkage:
 
         A function of the release alone, computed once: every delta-method
         query through this shrinkage (:func:`_shrinkage_transpose`) uses it.
+        A level of up to :data:`_SCALAR_COEFFICIENTS_MAX` nodes is computed on
+        Python floats, (2k)/(ss·ss) as numpy's ``2.0 * k / ss**2`` (``**2`` is
+        a square), so equal bit for bit (tested) without the ~10 µs of
+        ``np.errstate`` per level.
         """
         out = []
         for _, ss, s, k, _ in self.levels:
+            if ss.size <= _SCALAR_COEFFICIENTS_MAX:
+                two_k = 2.0 * k
+                out.append(
+                    np.array(
+                        [
+                            two_k / (q * q) if sj > 0 else 0.0
+                            for q, sj in zip(ss.tolist(), s.tolist(), strict=True)
+                        ],
+                        dtype=np.float64,
+                    )
+                )
+                continue
             with np.errstate(divide="ignore", invalid="ignore"):
                 out.append(np.where(s > 0, 2.0 * k / ss**2, 0.0))
         return tuple(out)
+
+    @cached_property
+    def as_lists(
+        self,
+    ) -> tuple[tuple[list[list[float]], list[float], list[float], list[list[bool]]], ...]:
+        """Per level, the bottom one first: (dev rows, s, :attr:`coefficients`, kept rows) as
+        Python values, converted once for every reverse pass of :func:`_shrinkage_transpose_scalar`."""
+        steps = zip(reversed(self.levels), reversed(self.coefficients), strict=True)
+        return tuple(
+            (dev.tolist(), s.tolist(), coef.tolist(), kept.tolist())
+            for (dev, _, s, _, kept), coef in steps
+        )
+
+
+_SCALAR_COEFFICIENTS_MAX = 64
+"""Levels up to this many nodes get :attr:`Shrinkage.coefficients` on Python floats."""
 
 
 @dataclass(frozen=True)
@@ -485,10 +517,8 @@ def _shrinkage_transpose_scalar(
     # Every leaf under one bin of the level gets the same additions in the same order,
     # so the sums are kept per bin and repeated over its leaves at the end.
     per_bin = [0.0] * len(g)
-    steps = zip(reversed(shrink.levels), reversed(shrink.coefficients), strict=True)
     # shift: log2 of the bins under one child of the level being carried back
-    for shift, ((dev, _, s, _, kept), coef) in enumerate(steps):
-        d, sl, cl, kl = dev.tolist(), s.tolist(), coef.tolist(), kept.tolist()
+    for shift, (d, sl, cl, kl) in enumerate(shrink.as_lists):
         u: list[float] = []
         g_parent_released: list[float] = []
         g_next: list[float] = []
