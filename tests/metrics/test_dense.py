@@ -647,3 +647,83 @@ def test_class_twins_share_split_variances_and_subtree_sums_bit_for_bit(privacy)
                     np.testing.assert_array_equal(x, w)
             shared = cached._subtree_sums[0] is cached._subtree_sums[1]
             assert shared == equal
+
+
+def _monotone_prefix_by_arrays(counts: np.ndarray, total: float) -> np.ndarray:
+    """_monotone_prefix as written before its scalar path (issue 28)."""
+    from fedeval.metrics.dense import _isotonic
+
+    below = np.concatenate(([0.0], np.cumsum(counts)))
+    if total <= 0:
+        return np.zeros_like(below)
+    inner = below[1:-1]
+    if inner.size and (np.any(np.diff(below) < 0) or inner.min() < 0 or inner.max() > total):
+        inner = np.clip(_isotonic(inner), 0.0, total)
+    return np.concatenate(([0.0], inner, [total]))
+
+
+def _through_projection_by_arrays(counts, c: int, grad_bins: np.ndarray) -> np.ndarray:
+    """_through_projection as written before its scalar path (issue 28)."""
+    total = float(counts.above[c, 0])
+    below = total - counts.above[c]
+    n_bins = grad_bins.size
+    g_below = np.zeros(n_bins + 1)
+    g_below[1:n_bins] = grad_bins[:-1] - grad_bins[1:]
+    g_below[n_bins] = grad_bins[-1]
+    inner = below[1:n_bins]
+    g_inner = g_below[1:n_bins]
+    g_raw = np.zeros_like(inner)
+    g_total = g_below[n_bins]
+    if inner.size:
+        starts = np.concatenate(([True], inner[1:] != inner[:-1]))
+        block = np.cumsum(starts) - 1
+        sums = np.bincount(block, weights=g_inner)
+        sizes = np.bincount(block)
+        value = inner[starts]
+        free = (value > 0) & (value < total)
+        g_raw = np.where(free[block], (sums / sizes)[block], 0.0)
+        g_total += float(np.sum(sums[value >= total]))
+    suffix = np.concatenate((np.cumsum(g_raw[::-1])[::-1], [0.0]))
+    return np.asarray(suffix + g_total, dtype=np.float64)
+
+
+def test_scalar_monotone_projection_and_its_derivative_equal_the_array_form_bit_for_bit() -> None:
+    """Issue 28: short releases project their prefix counts and carry gradients back through
+    the projection on Python floats; both must equal the array code (kept above) exactly,
+    with pooled blocks, blocks clipped at 0 and at the total, and empty classes."""
+    from fedeval.metrics.dense import (
+        BoundaryCounts,
+        _monotone_prefix,
+        _monotone_prefix_scalar,
+        _through_projection,
+    )
+
+    rng = np.random.default_rng(2028)
+    pinned = 0
+    for trial in range(600):
+        n_bins = int(rng.choice([1, 2, 3, 4, 8, 16, 32, 64, 256]))
+        counts = np.empty((2, n_bins))
+        for c in (0, 1):
+            x = rng.poisson(rng.uniform(0.0, 5.0), n_bins) + rng.laplace(0.0, 3.0, n_bins)
+            counts[c] = np.round(x) if trial % 4 == 0 else x
+        if trial % 9 == 0:
+            counts[1] = -np.abs(counts[1])  # a class with no positive total
+        totals = counts.sum(axis=1)
+        above = np.empty((2, n_bins + 1))
+        for c in (0, 1):
+            want = _monotone_prefix_by_arrays(counts[c], float(totals[c]))
+            got = _monotone_prefix(counts[c], float(totals[c]))
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(
+                _monotone_prefix_scalar(counts[c].tolist(), float(totals[c])), want
+            )
+            above[c] = want[-1] - want
+        bc = BoundaryCounts(1, np.linspace(0, 1, n_bins + 1), above, totals)
+        for c in (0, 1):
+            g = rng.normal(size=n_bins) * rng.choice([1e-3, 1.0, 1e3])
+            np.testing.assert_array_equal(
+                _through_projection(bc, c, g), _through_projection_by_arrays(bc, c, g)
+            )
+            inner = (above[c, 0] - above[c])[1:n_bins]
+            pinned += int(np.any(inner <= 0) and np.any(inner >= above[c, 0]))
+    assert pinned > 20  # blocks at 0 and at the total were exercised

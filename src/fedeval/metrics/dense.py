@@ -38,6 +38,7 @@ xu-cormode-2025-federated-roc-pr §3 (curves from per-class ECDFs), Def. 4.1.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -192,7 +193,14 @@ class BoundaryCounts:
 
 
 def _monotone_prefix(counts: NDArray[np.float64], total: float) -> NDArray[np.float64]:
-    """Non-decreasing prefix counts from 0 to ``total`` closest (L2) to the released ones."""
+    """Non-decreasing prefix counts from 0 to ``total`` closest (L2) to the released ones.
+
+    Up to :data:`_PAVA_IN_PYTHON_MAX` bins on Python floats (the cumulative sum
+    left to right as ``np.cumsum``, the same checks, PAVA and clip), equal bit
+    for bit (tested).
+    """
+    if counts.size <= _PAVA_IN_PYTHON_MAX:
+        return _monotone_prefix_scalar(counts.tolist(), total)
     below = np.concatenate(([0.0], np.cumsum(counts)))
     if total <= 0:
         return np.zeros_like(below)
@@ -202,6 +210,19 @@ def _monotone_prefix(counts: NDArray[np.float64], total: float) -> NDArray[np.fl
         # runs (sklearn >= 1.4 with scipy >= 1.12), without its per-call validation
         inner = np.clip(_isotonic(inner), 0.0, total)
     return np.concatenate(([0.0], inner, [total]))
+
+
+def _monotone_prefix_scalar(counts: list[float], total: float) -> NDArray[np.float64]:
+    """:func:`_monotone_prefix` of a short release on Python floats, the same operations."""
+    below = [0.0, *itertools.accumulate(counts)]
+    if total <= 0:
+        return np.zeros(len(below))
+    inner = below[1:-1]
+    if inner and (
+        any(y - x < 0 for x, y in itertools.pairwise(below)) or min(inner) < 0 or max(inner) > total
+    ):
+        inner = [min(max(x, 0.0), total) for x in _pava(inner)]
+    return np.array([0.0, *inner, total], dtype=np.float64)
 
 
 _PAVA_IN_PYTHON_MAX = 256
@@ -740,8 +761,11 @@ def _through_projection(
     block spreads the gradient of its members evenly over them, a block at 0
     passes none and a block at T passes it to the total. Returns the weights
     on the released (consistent) bins of the level of the linear query with
-    that gradient.
+    that gradient. Up to :data:`_PAVA_IN_PYTHON_MAX` bins on Python floats
+    (:func:`_through_projection_scalar`, equal bit for bit).
     """
+    if grad_bins.size <= _PAVA_IN_PYTHON_MAX:
+        return _through_projection_scalar(counts.above[c].tolist(), grad_bins.tolist())
     total = float(counts.above[c, 0])
     below = total - counts.above[c]  # projected prefix counts, below[0] = 0, below[B] = T
     n_bins = grad_bins.size
@@ -764,6 +788,51 @@ def _through_projection(
     # r_j sums the released bins below boundary j: bin k enters every r_j with j > k.
     suffix = np.concatenate((np.cumsum(g_raw[::-1])[::-1], [0.0]))
     return np.asarray(suffix + g_total, dtype=np.float64)
+
+
+def _through_projection_scalar(above: list[float], grad: list[float]) -> NDArray[np.float64]:
+    """:func:`_through_projection` on Python floats: the same operations in the same order.
+
+    Block sums add left to right from 0 (``np.bincount`` with weights), the
+    suffix sums right to left (``np.cumsum`` of the reversed array); the
+    blocks at the total are summed as numpy does below 8 terms (left to right)
+    and by numpy from 8 on.
+    """
+    total = float(above[0])
+    below = [total - a for a in above]
+    n_bins = len(grad)
+    g_inner = [grad[i] - grad[i + 1] for i in range(n_bins - 1)]
+    g_total = grad[-1]
+    inner = below[1:n_bins]
+    g_raw = [0.0] * len(inner)
+    if inner:
+        block = []
+        sums: list[float] = []
+        sizes: list[int] = []
+        value: list[float] = []
+        for i, x in enumerate(inner):
+            if i == 0 or x != inner[i - 1]:
+                sums.append(0.0)
+                sizes.append(0)
+                value.append(x)
+            sums[-1] += g_inner[i]
+            sizes[-1] += 1
+            block.append(len(sums) - 1)
+        mean = [
+            sm / sz if v > 0 and v < total else 0.0
+            for sm, sz, v in zip(sums, sizes, value, strict=True)
+        ]
+        g_raw = [mean[k] for k in block]
+        at_total = [sm for sm, v in zip(sums, value, strict=True) if v >= total]
+        if len(at_total) < 8:
+            extra = 0.0
+            for x in at_total:
+                extra += x
+        else:
+            extra = float(np.sum(np.array(at_total)))
+        g_total += extra
+    suffix = list(itertools.accumulate(reversed(g_raw)))[::-1]
+    return np.array([x + g_total for x in suffix] + [0.0 + g_total], dtype=np.float64)
 
 
 PINNED_FLOOR = 0.25
