@@ -542,3 +542,188 @@ def test_shrinkage_transpose_is_unchanged_bit_for_bit(privacy, height, branching
                     got = _shrinkage_transpose(*args, through_simplex=through)
                     want = _shrinkage_transpose_before_issue_28(*args, through_simplex=through)
                     np.testing.assert_array_equal(got, want)
+
+
+def _random_binary_levels(rng: np.random.Generator, height: int) -> list[np.ndarray]:
+    """Released-like levels of one class: consistent-ish counts with noise, negatives included."""
+    leaves = rng.poisson(rng.uniform(0.0, 6.0), 2**height).astype(np.float64)
+    leaves += rng.laplace(0.0, rng.choice([0.5, 2.0, 8.0]), leaves.size)
+    if rng.random() < 0.2:
+        leaves = np.round(leaves)  # ties and exact zeros
+    out = [leaves]
+    for _ in range(height - 1):
+        out.append(out[-1].reshape(-1, 2).sum(axis=1))
+    return out[::-1]
+
+
+def test_scalar_wiener_shrinkage_and_its_transpose_equal_the_array_form_bit_for_bit() -> None:
+    """Issue 28 (tiny releases): small binary trees shrink and carry gradients back on Python
+    floats; the bins, every Shrinkage array and every leaf weight must equal the array form's
+    exactly, on random levels (negative children, zero variances, ties) and on real releases."""
+    from fedeval.metrics.dense import (
+        Shrinkage,
+        _scalar_shrinkage,
+        _shrinkage_transpose_scalar,
+        _wiener_class,
+        _wiener_class_scalar,
+    )
+
+    def check(released: list[np.ndarray], var: list[float], rng: np.random.Generator) -> None:
+        est, shrink = _wiener_class(released, var, 2)
+        est_s, shrink_s = _wiener_class_scalar(released, var, 2)
+        np.testing.assert_array_equal(est_s, est)
+        assert isinstance(shrink_s, Shrinkage)
+        for got, want in zip(shrink_s.levels, shrink.levels, strict=True):
+            for x, y in zip(got, want, strict=True):
+                assert np.shape(x) == np.shape(y)
+                np.testing.assert_array_equal(x, y)
+            assert got[4].dtype == np.bool_
+        for got, (_, ss, s, k, _) in zip(shrink_s.coefficients, shrink.levels, strict=True):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.testing.assert_array_equal(got, np.where(s > 0, 2.0 * k / ss**2, 0.0))
+        n = released[-1].size * 2 ** int(rng.integers(0, 3))
+        g = rng.normal(size=released[-1].size) * rng.choice([1e-3, 1.0, 1e3])
+        for through in (True, False):
+            want_w = _shrinkage_transpose_before_issue_28(shrink, g, n, 2, through_simplex=through)
+            np.testing.assert_array_equal(
+                _shrinkage_transpose_scalar(shrink_s, g, n, through), want_w
+            )
+            np.testing.assert_array_equal(
+                _shrinkage_transpose(shrink, g, n, 2, through_simplex=through), want_w
+            )
+
+    rng = np.random.default_rng(28)
+    clipped = 0
+    for _ in range(400):
+        height = int(rng.integers(1, 8))
+        released = _random_binary_levels(rng, height)
+        var = [float(v) for v in rng.choice([0.0, 0.5, 4.0, 50.0], height)]
+        check(released, var, rng)
+        clipped += sum(int(np.sum(~lv[4])) for lv in _wiener_class(released, var, 2)[1].levels)
+    assert clipped > 100  # the non-negative split and its transpose were exercised
+    for privacy in PRIVACY:
+        for n, seed in [(3, 0), (20, 1), (64, 2), (100, 3)]:
+            s = rng.random(n)
+            y = (rng.random(n) < s).astype(int)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed).tree
+            assert _scalar_shrinkage(tree)
+            for level in range(1, tree.height + 1):
+                for c in (0, 1):
+                    released = [np.asarray(x[c], dtype=np.float64) for x in tree.levels[:level]]
+                    check(released, _split_variances(tree, c, level), rng)
+
+
+@pytest.mark.parametrize(
+    "privacy",
+    [fe.DistributedDP(epsilon=1.0), fe.LocalDP(epsilon=5.0), fe.DistributedDP(epsilon=0.3)],
+    ids=["distdp", "ldp", "distdp-0.3"],
+)
+def test_class_twins_share_split_variances_and_subtree_sums_bit_for_bit(privacy) -> None:
+    """Issue 28: where both classes have equal node variances (DistDP) the second class reuses
+    the first's split variances and subtree sums; each must equal a fresh tree's (no caches)
+    asked about that class first, and LDP's unequal variances are never shared."""
+    rng = np.random.default_rng(7)
+    for n, seed in [(3, 0), (20, 1), (100, 2), (2_000, 3)]:
+        s = rng.random(n)
+        y = (rng.random(n) < s).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=seed).tree
+        equal = all(np.array_equal(v[0], v[1]) for v in tree.node_variance)
+        assert tree._same_variances(0, 1) == tree._same_variances(1, 0) == equal
+        assert equal == isinstance(privacy, fe.DistributedDP)
+        q = np.array([0.3, 0.5, 0.77])
+        for first in (0, 1):
+            cached = replace(tree)
+            for c in (first, 1 - first):
+                for level in range(1, tree.height + 1):
+                    fresh = replace(tree)
+                    assert _split_variances(cached, c, level) == _split_variances(fresh, c, level)
+                got = cached.prefix_moments(q, c)
+                want = replace(tree).prefix_moments(q, c)
+                for x, w in zip(got, want, strict=True):
+                    np.testing.assert_array_equal(x, w)
+            shared = cached._subtree_sums[0] is cached._subtree_sums[1]
+            assert shared == equal
+
+
+def _monotone_prefix_by_arrays(counts: np.ndarray, total: float) -> np.ndarray:
+    """_monotone_prefix as written before its scalar path (issue 28)."""
+    from fedeval.metrics.dense import _isotonic
+
+    below = np.concatenate(([0.0], np.cumsum(counts)))
+    if total <= 0:
+        return np.zeros_like(below)
+    inner = below[1:-1]
+    if inner.size and (np.any(np.diff(below) < 0) or inner.min() < 0 or inner.max() > total):
+        inner = np.clip(_isotonic(inner), 0.0, total)
+    return np.concatenate(([0.0], inner, [total]))
+
+
+def _through_projection_by_arrays(counts, c: int, grad_bins: np.ndarray) -> np.ndarray:
+    """_through_projection as written before its scalar path (issue 28)."""
+    total = float(counts.above[c, 0])
+    below = total - counts.above[c]
+    n_bins = grad_bins.size
+    g_below = np.zeros(n_bins + 1)
+    g_below[1:n_bins] = grad_bins[:-1] - grad_bins[1:]
+    g_below[n_bins] = grad_bins[-1]
+    inner = below[1:n_bins]
+    g_inner = g_below[1:n_bins]
+    g_raw = np.zeros_like(inner)
+    g_total = g_below[n_bins]
+    if inner.size:
+        starts = np.concatenate(([True], inner[1:] != inner[:-1]))
+        block = np.cumsum(starts) - 1
+        sums = np.bincount(block, weights=g_inner)
+        sizes = np.bincount(block)
+        value = inner[starts]
+        free = (value > 0) & (value < total)
+        g_raw = np.where(free[block], (sums / sizes)[block], 0.0)
+        g_total += float(np.sum(sums[value >= total]))
+    suffix = np.concatenate((np.cumsum(g_raw[::-1])[::-1], [0.0]))
+    return np.asarray(suffix + g_total, dtype=np.float64)
+
+
+def test_scalar_monotone_projection_and_its_derivative_equal_the_array_form_bit_for_bit() -> None:
+    """Issue 28: short releases project their prefix counts and carry gradients back through
+    the projection on Python floats; both must equal the array code (kept above) exactly,
+    with pooled blocks, blocks clipped at 0 and at the total, and empty classes."""
+    from fedeval.metrics.dense import (
+        BoundaryCounts,
+        _monotone_prefix,
+        _monotone_prefix_scalar,
+        _through_projection,
+    )
+
+    rng = np.random.default_rng(2028)
+    pinned = 0
+    for trial in range(600):
+        n_bins = int(rng.choice([1, 2, 3, 4, 8, 16, 32, 64, 256]))
+        counts = np.empty((2, n_bins))
+        for c in (0, 1):
+            x = rng.poisson(rng.uniform(0.0, 5.0), n_bins) + rng.laplace(0.0, 3.0, n_bins)
+            counts[c] = np.round(x) if trial % 4 == 0 else x
+        if trial % 9 == 0:
+            counts[1] = -np.abs(counts[1])  # a class with no positive total
+        totals = counts.sum(axis=1)
+        above = np.empty((2, n_bins + 1))
+        for c in (0, 1):
+            want = _monotone_prefix_by_arrays(counts[c], float(totals[c]))
+            got = _monotone_prefix(counts[c], float(totals[c]))
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(
+                _monotone_prefix_scalar(counts[c].tolist(), float(totals[c])), want
+            )
+            above[c] = want[-1] - want
+        bc = BoundaryCounts(1, np.linspace(0, 1, n_bins + 1), above, totals)
+        for c in (0, 1):
+            g = rng.normal(size=n_bins) * rng.choice([1e-3, 1.0, 1e3])
+            np.testing.assert_array_equal(
+                _through_projection(bc, c, g), _through_projection_by_arrays(bc, c, g)
+            )
+            inner = (above[c, 0] - above[c])[1:n_bins]
+            pinned += int(np.any(inner <= 0) and np.any(inner >= above[c, 0]))
+    assert pinned > 20  # blocks at 0 and at the total were exercised

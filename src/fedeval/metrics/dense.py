@@ -38,6 +38,7 @@ xu-cormode-2025-federated-roc-pr §3 (curves from per-class ECDFs), Def. 4.1.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -108,12 +109,44 @@ class Shrinkage:
 
         A function of the release alone, computed once: every delta-method
         query through this shrinkage (:func:`_shrinkage_transpose`) uses it.
+        A level of up to :data:`_SCALAR_COEFFICIENTS_MAX` nodes is computed on
+        Python floats, (2k)/(ss·ss) as numpy's ``2.0 * k / ss**2`` (``**2`` is
+        a square), so equal bit for bit (tested) without the ~10 µs of
+        ``np.errstate`` per level.
         """
         out = []
         for _, ss, s, k, _ in self.levels:
+            if ss.size <= _SCALAR_COEFFICIENTS_MAX:
+                two_k = 2.0 * k
+                out.append(
+                    np.array(
+                        [
+                            two_k / (q * q) if sj > 0 else 0.0
+                            for q, sj in zip(ss.tolist(), s.tolist(), strict=True)
+                        ],
+                        dtype=np.float64,
+                    )
+                )
+                continue
             with np.errstate(divide="ignore", invalid="ignore"):
                 out.append(np.where(s > 0, 2.0 * k / ss**2, 0.0))
         return tuple(out)
+
+    @cached_property
+    def as_lists(
+        self,
+    ) -> tuple[tuple[list[list[float]], list[float], list[float], list[list[bool]]], ...]:
+        """Per level, the bottom one first: (dev rows, s, :attr:`coefficients`, kept rows) as
+        Python values, converted once for every reverse pass of :func:`_shrinkage_transpose_scalar`."""
+        steps = zip(reversed(self.levels), reversed(self.coefficients), strict=True)
+        return tuple(
+            (dev.tolist(), s.tolist(), coef.tolist(), kept.tolist())
+            for (dev, _, s, _, kept), coef in steps
+        )
+
+
+_SCALAR_COEFFICIENTS_MAX = 64
+"""Levels up to this many nodes get :attr:`Shrinkage.coefficients` on Python floats."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +193,14 @@ class BoundaryCounts:
 
 
 def _monotone_prefix(counts: NDArray[np.float64], total: float) -> NDArray[np.float64]:
-    """Non-decreasing prefix counts from 0 to ``total`` closest (L2) to the released ones."""
+    """Non-decreasing prefix counts from 0 to ``total`` closest (L2) to the released ones.
+
+    Up to :data:`_PAVA_IN_PYTHON_MAX` bins on Python floats (the cumulative sum
+    left to right as ``np.cumsum``, the same checks, PAVA and clip), equal bit
+    for bit (tested).
+    """
+    if counts.size <= _PAVA_IN_PYTHON_MAX:
+        return _monotone_prefix_scalar(counts.tolist(), total)
     below = np.concatenate(([0.0], np.cumsum(counts)))
     if total <= 0:
         return np.zeros_like(below)
@@ -170,6 +210,19 @@ def _monotone_prefix(counts: NDArray[np.float64], total: float) -> NDArray[np.fl
         # runs (sklearn >= 1.4 with scipy >= 1.12), without its per-call validation
         inner = np.clip(_isotonic(inner), 0.0, total)
     return np.concatenate(([0.0], inner, [total]))
+
+
+def _monotone_prefix_scalar(counts: list[float], total: float) -> NDArray[np.float64]:
+    """:func:`_monotone_prefix` of a short release on Python floats, the same operations."""
+    below = [0.0, *itertools.accumulate(counts)]
+    if total <= 0:
+        return np.zeros(len(below))
+    inner = below[1:-1]
+    if inner and (
+        any(y - x < 0 for x, y in itertools.pairwise(below)) or min(inner) < 0 or max(inner) > total
+    ):
+        inner = [min(max(x, 0.0), total) for x in _pava(inner)]
+    return np.array([0.0, *inner, total], dtype=np.float64)
 
 
 _PAVA_IN_PYTHON_MAX = 256
@@ -252,13 +305,23 @@ def _split_variances(tree: HierarchicalHistogram, c: int, level: int) -> list[fl
     O(b·h) per level). Under local DP the raw node variances differ within a
     level (the oracle's variance uses the plug-in count); the first node's then
     stands for its level.
+
+    A pure function of the class's node variances: where the other class's are
+    equal (distributed and central DP) its result is reused (cached per tree).
     """
+    key = f"split_variances_{level}"
+    done = tree._derived.setdefault(key, {})
+    twin = next((d for d in done if d == c or tree._same_variances(c, d)), None)
+    if twin is not None:
+        return list(done[twin])
     b = tree.branching
     lo, hi = tree.spec.score_range
     edges = lo + (hi - lo) / float(b) ** np.arange(1, level + 1)
     var_node, _, var_total = tree.prefix_moments(edges, c)
     parent = np.concatenate(([var_total], var_node[:-1]))
-    return [float(v) for v in np.maximum(var_node - parent / b**2, 0.0)]
+    out = [float(v) for v in np.maximum(var_node - parent / b**2, 0.0)]
+    done[c] = out
+    return list(out)
 
 
 def wiener_levels(
@@ -320,27 +383,100 @@ def wiener_levels(
     if not tree.guarantee.is_private:
         return np.asarray(tree.levels[level - 1], dtype=np.float64), None
     b = tree.branching
+    one_class = _wiener_class_scalar if _scalar_shrinkage(tree) else _wiener_class
     out, info = [], []
     for c in (0, 1):
         var = _split_variances(tree, c, level)
         released = [np.asarray(x[c], dtype=np.float64) for x in tree.levels[:level]]
-        parent = np.array([released[0].sum()])
-        est = parent.copy()
-        steps = []
-        for lv in range(level):
-            dev = released[lv].reshape(-1, b) - parent[:, None] / b
-            ss = np.sum(dev**2, axis=1)
-            k = (b - 1) * var[lv]
-            with np.errstate(divide="ignore"):
-                s = np.clip(1.0 - k / np.where(ss > 0, ss, np.inf), 0.0, 1.0)
-            s = np.where(ss > k, s, 0.0)
-            kids, kept = project_children_to_simplex(est[:, None] / b + s[:, None] * dev)
-            est = kids.ravel()
-            parent = released[lv]
-            steps.append((dev, ss, s, k, kept))
+        est, shrink = one_class(released, var, b)
         out.append(est)
-        info.append(Shrinkage(tuple(steps)))
+        info.append(shrink)
     return np.array(out), (info[0], info[1])
+
+
+_SCALAR_SHRINK_MAX_LEAVES = 256
+"""Binary trees up to this many leaves run :func:`wiener_levels` and its reverse pass on Python floats."""
+
+
+def _scalar_shrinkage(tree: HierarchicalHistogram) -> bool:
+    """Whether the shrinkage of ``tree`` takes the Python-float paths (small binary trees)."""
+    return tree.branching == 2 and tree.spec.n_leaves <= _SCALAR_SHRINK_MAX_LEAVES
+
+
+def _wiener_class(
+    released: list[NDArray[np.float64]], var: list[float], b: int
+) -> tuple[NDArray[np.float64], Shrinkage]:
+    """One class of :func:`wiener_levels` on arrays: the shrunk bins and the :class:`Shrinkage`."""
+    parent = np.array([released[0].sum()])
+    est = parent.copy()
+    steps = []
+    for lv in range(len(released)):
+        dev = released[lv].reshape(-1, b) - parent[:, None] / b
+        ss = np.sum(dev**2, axis=1)
+        k = (b - 1) * var[lv]
+        with np.errstate(divide="ignore"):
+            s = np.clip(1.0 - k / np.where(ss > 0, ss, np.inf), 0.0, 1.0)
+        s = np.where(ss > k, s, 0.0)
+        kids, kept = project_children_to_simplex(est[:, None] / b + s[:, None] * dev)
+        est = kids.ravel()
+        parent = released[lv]
+        steps.append((dev, ss, s, k, kept))
+    return est, Shrinkage(tuple(steps))
+
+
+def _wiener_class_scalar(
+    released: list[NDArray[np.float64]], var: list[float], b: int
+) -> tuple[NDArray[np.float64], Shrinkage]:
+    """:func:`_wiener_class` of a binary tree on Python floats, the same operations in order.
+
+    With b = 2 every row sum has two terms (one rounding, whatever the order),
+    the shrink factor's clip and the closed-form non-negative split of
+    :func:`~fedeval.postprocess.tables.project_children_to_simplex` are the
+    same comparisons, so the bins and the :class:`Shrinkage` arrays are equal
+    bit for bit (tested against the array form). A small release's tree has
+    a few tens of nodes, where 2·h rounds of (m, 2) array calls cost ~0.5 ms.
+    """
+    assert b == 2
+    first = released[0].tolist()
+    parent = [first[0] + first[1]]
+    est = list(parent)
+    steps = []
+    for lv in range(len(released)):
+        rel = released[lv].tolist()
+        k = (b - 1) * var[lv]
+        dev: list[float] = []
+        ss: list[float] = []
+        s: list[float] = []
+        kept: list[bool] = []
+        kids: list[float] = []
+        for j, p in enumerate(parent):
+            even = p / b
+            d0, d1 = rel[2 * j] - even, rel[2 * j + 1] - even
+            q = d0 * d0 + d1 * d1
+            sj = min(max(1.0 - k / q, 0.0), 1.0) if q > k else 0.0
+            e = est[j] / b
+            x0, x1 = e + sj * d0, e + sj * d1
+            if x0 <= 0 or x1 <= 0:
+                total = max(x0 + x1, 0.0)
+                x0 = min(max(x0, 0.0), total)
+                x1 = total - x0
+            dev += (d0, d1)
+            ss.append(q)
+            s.append(sj)
+            kept += (x0 > 0, x1 > 0)
+            kids += (x0, x1)
+        est = kids
+        parent = rel
+        steps.append(
+            (
+                np.array(dev).reshape(-1, b),
+                np.array(ss),
+                np.array(s),
+                k,
+                np.array(kept).reshape(-1, b),
+            )
+        )
+    return np.array(est), Shrinkage(tuple(steps))
 
 
 def _shrinkage_transpose(
@@ -359,8 +495,11 @@ def _shrinkage_transpose(
     is dropped. Carries a gradient on the shrunk bins back to one weight per
     consistent leaf (each level's weights are spread to the leaves they sum).
     ``through_simplex=False`` reads the non-negative split as the identity
-    (the floor of :data:`PINNED_FLOOR`).
+    (the floor of :data:`PINNED_FLOOR`). Small binary trees take
+    :func:`_shrinkage_transpose_scalar` (equal bit for bit).
     """
+    if b == 2 and n_leaves <= _SCALAR_SHRINK_MAX_LEAVES:
+        return _shrinkage_transpose_scalar(shrink, grad_bins, n_leaves, through_simplex)
     g = np.asarray(grad_bins, dtype=np.float64)
     leaf_w = np.zeros(n_leaves)
     steps = zip(reversed(shrink.levels), reversed(shrink.coefficients), strict=True)
@@ -379,6 +518,52 @@ def _shrinkage_transpose(
         by_parent += g_parent_released[:, None]
     # The root estimate is the released total, the sum of all leaves.
     return leaf_w + float(g.sum())
+
+
+def _shrinkage_transpose_scalar(
+    shrink: Shrinkage, grad_bins: Any, n_leaves: int, through_simplex: bool
+) -> NDArray[np.float64]:
+    """:func:`_shrinkage_transpose` of a binary tree on Python floats, the same operations in order.
+
+    Per node: :func:`~fedeval.postprocess.tables.simplex_transpose` of its two
+    children's gradients (a clipped child gets the kept one's, or 0), then
+    u = s·g + (coef·(d·g))·d; every leaf then receives, level by level from
+    the bottom, its child's u and its parent's −Σu/2 in the array form's order
+    of additions, so the weights are equal bit for bit (tested). The leaves
+    under one bin of the level receive the same sequence, so it is summed once
+    per bin.
+    """
+    b = 2
+    g = np.asarray(grad_bins, dtype=np.float64).tolist()
+    # Every leaf under one bin of the level gets the same additions in the same order,
+    # so the sums are kept per bin and repeated over its leaves at the end.
+    per_bin = [0.0] * len(g)
+    # shift: log2 of the bins under one child of the level being carried back
+    for shift, (d, sl, cl, kl) in enumerate(shrink.as_lists):
+        u: list[float] = []
+        g_parent_released: list[float] = []
+        g_next: list[float] = []
+        for j, (d0, d1) in enumerate(d):
+            g0, g1 = g[2 * j], g[2 * j + 1]
+            k0, k1 = kl[j]
+            if through_simplex and not (k0 and k1):
+                n_kept = k0 + k1
+                mean_kept = ((g0 if k0 else 0.0) + (g1 if k1 else 0.0)) / max(n_kept, 1)
+                fill = mean_kept if n_kept > 0 else 0.0
+                g0, g1 = (g0 if k0 else fill), (g1 if k1 else fill)
+            cd = cl[j] * (d0 * g0 + d1 * g1)
+            u0, u1 = sl[j] * g0 + cd * d0, sl[j] * g1 + cd * d1
+            u += (u0, u1)
+            g_parent_released.append(-(u0 + u1) / b)
+            g_next.append((g0 + g1) / b)
+        # (w + u) + g_parent: the child's pass, then the parent's, as two array adds.
+        per_bin = [
+            w + u[i >> shift] + g_parent_released[i >> (shift + 1)] for i, w in enumerate(per_bin)
+        ]
+        g = g_next
+    root = g[0]
+    repeat = n_leaves // len(per_bin)
+    return np.array([x for w in per_bin for x in [w + root] * repeat])
 
 
 def boundary_counts(
@@ -576,8 +761,11 @@ def _through_projection(
     block spreads the gradient of its members evenly over them, a block at 0
     passes none and a block at T passes it to the total. Returns the weights
     on the released (consistent) bins of the level of the linear query with
-    that gradient.
+    that gradient. Up to :data:`_PAVA_IN_PYTHON_MAX` bins on Python floats
+    (:func:`_through_projection_scalar`, equal bit for bit).
     """
+    if grad_bins.size <= _PAVA_IN_PYTHON_MAX:
+        return _through_projection_scalar(counts.above[c].tolist(), grad_bins.tolist())
     total = float(counts.above[c, 0])
     below = total - counts.above[c]  # projected prefix counts, below[0] = 0, below[B] = T
     n_bins = grad_bins.size
@@ -600,6 +788,51 @@ def _through_projection(
     # r_j sums the released bins below boundary j: bin k enters every r_j with j > k.
     suffix = np.concatenate((np.cumsum(g_raw[::-1])[::-1], [0.0]))
     return np.asarray(suffix + g_total, dtype=np.float64)
+
+
+def _through_projection_scalar(above: list[float], grad: list[float]) -> NDArray[np.float64]:
+    """:func:`_through_projection` on Python floats: the same operations in the same order.
+
+    Block sums add left to right from 0 (``np.bincount`` with weights), the
+    suffix sums right to left (``np.cumsum`` of the reversed array); the
+    blocks at the total are summed as numpy does below 8 terms (left to right)
+    and by numpy from 8 on.
+    """
+    total = float(above[0])
+    below = [total - a for a in above]
+    n_bins = len(grad)
+    g_inner = [grad[i] - grad[i + 1] for i in range(n_bins - 1)]
+    g_total = grad[-1]
+    inner = below[1:n_bins]
+    g_raw = [0.0] * len(inner)
+    if inner:
+        block = []
+        sums: list[float] = []
+        sizes: list[int] = []
+        value: list[float] = []
+        for i, x in enumerate(inner):
+            if i == 0 or x != inner[i - 1]:
+                sums.append(0.0)
+                sizes.append(0)
+                value.append(x)
+            sums[-1] += g_inner[i]
+            sizes[-1] += 1
+            block.append(len(sums) - 1)
+        mean = [
+            sm / sz if v > 0 and v < total else 0.0
+            for sm, sz, v in zip(sums, sizes, value, strict=True)
+        ]
+        g_raw = [mean[k] for k in block]
+        at_total = [sm for sm, v in zip(sums, value, strict=True) if v >= total]
+        if len(at_total) < 8:
+            extra = 0.0
+            for x in at_total:
+                extra += x
+        else:
+            extra = float(np.sum(np.array(at_total)))
+        g_total += extra
+    suffix = list(itertools.accumulate(reversed(g_raw)))[::-1]
+    return np.array([x + g_total for x in suffix] + [0.0 + g_total], dtype=np.float64)
 
 
 PINNED_FLOOR = 0.25

@@ -205,27 +205,43 @@ _SCALAR_PREFIXES_MAX = 8
 """Up to this many prefixes (with b < 8), :func:`consistent_prefix_moments` runs on Python floats."""
 
 
-def _one_prefix_moments(
-    r: int,
-    f: float,
+_ScalarTree = tuple[
+    list[list[float]], list[float], list[float], list[list[float]], list[list[float]]
+]
+"""A tree's node variances, a_k, total weights and subtree sums S, T as Python floats."""
+
+
+def _scalar_tree(
     v: Sequence[NDArray[np.float64]],
     a: NDArray[np.float64],
     c_tot: NDArray[np.float64],
-    b: int,
     sums: SubtreeSums,
-) -> tuple[float, float]:
+) -> _ScalarTree:
+    """The inputs of :func:`_one_prefix_moments` converted to lists once for all its prefixes."""
+    s_sq, s_x, _ = sums
+    return (
+        [x.tolist() for x in v],
+        a.tolist(),
+        c_tot.tolist(),
+        [x.tolist() for x in s_sq],
+        [x.tolist() for x in s_x],
+    )
+
+
+def _one_prefix_moments(r: int, f: float, tree: _ScalarTree, b: int) -> tuple[float, float]:
     """:func:`consistent_prefix_moments` of one prefix on Python floats.
 
     The same float operations in the same order as the vectorised loop (its
     row sums over b < 8 children add left to right from 0, as numpy's
     reduction does below its 8-way unrolled block), so the results are equal
     bit for bit (tested); ~20x faster for one query, which the small-data check
-    asks per class on every release.
+    bit (tested); ~20x faster for one query, which the small-data check
+    asks per class on every release. ``tree`` is :func:`_scalar_tree`: the
+    same values as lists, converted once for all of a call's prefixes (the
+    dense SE's level edges ask h of them per class).
     """
-    s_sq, s_x, _ = sums
+    v, a_, c_, s_sq, s_x = tree
     h = len(v)
-    c_ = c_tot.tolist()
-    a_ = a.tolist()
     n_leaves = b**h
     if r >= n_leaves:
         r, f = n_leaves - 1, 1.0
@@ -237,8 +253,8 @@ def _one_prefix_moments(
         span = b ** (h - 1 - k)
         first = path * b
         on = min(r // span, first + b - 1)
-        ssq = s_sq[k][first : first + b].tolist()
-        sx = s_x[k][first : first + b].tolist()
+        ssq = s_sq[k][first : first + b]
+        sx = s_x[k][first : first + b]
         carry = (1.0 - a_[k - 1]) * g_parent if k > 0 else 0.0
         row_var = row_cov = 0.0
         g_on = u_on = 0.0
@@ -255,7 +271,7 @@ def _one_prefix_moments(
                 row_cov += g * sx[j]
         var += row_var
         cov += row_cov
-        v_on = float(v[k][on])
+        v_on = v[k][on]
         ag = a_[k] * g_on
         var += ag * ag * v_on
         cov += ag * c_[k] * v_on
@@ -321,8 +337,9 @@ def consistent_prefix_moments(
     if r.size <= _SCALAR_PREFIXES_MAX and b < 8:
         # A few prefixes (the small-data check's medians, the dense SE's level edges):
         # one scalar pass each beats h rounds of (m, b) array calls.
+        scalar = _scalar_tree(v, a, c_tot, sums)
         pairs = [
-            _one_prefix_moments(ri, fi, v, a, c_tot, b, sums)
+            _one_prefix_moments(ri, fi, scalar, b)
             for ri, fi in zip(r.ravel().tolist(), f.ravel().tolist(), strict=True)
         ]
         return (

@@ -580,7 +580,12 @@ class HierarchicalHistogram:
             a = self._level_weights or tuple([1.0] * self.height)
             nv = [np.asarray(v[c], dtype=np.float64) for v in self.node_variance]
             if c not in self._subtree_sums:  # per class, once: queries then cost O(b·h)
-                self._subtree_sums[c] = subtree_moment_sums(nv, a, self.branching)
+                twin = next((d for d in self._subtree_sums if self._same_variances(c, d)), None)
+                self._subtree_sums[c] = (
+                    self._subtree_sums[twin]
+                    if twin is not None
+                    else subtree_moment_sums(nv, a, self.branching)
+                )
             sums = self._subtree_sums[c]
             return consistent_prefix_moments(r, frac, nv, a, self.branching, sums=sums)
         n = self.spec.n_leaves
@@ -621,6 +626,21 @@ class HierarchicalHistogram:
         )
 
     # --------------------------------------------------------------- internal
+    def _same_variances(self, c: int, d: int) -> bool:
+        """Classes c and d have equal node variances at every level (cached).
+
+        Then every pure function of one class's variances (subtree sums, prefix
+        moments of the same thresholds) is the other's, bit for bit: under
+        distributed and central DP the variances are public constants per level,
+        the same for both classes, so the second class reuses the first's.
+        """
+        key = f"same_variances_{min(c, d)}_{max(c, d)}"
+        same = self._derived.get(key)
+        if same is None:
+            same = all(bool(np.array_equal(v[c], v[d])) for v in self.node_variance)
+            self._derived[key] = same
+        return bool(same)
+
     def _check_cls(self, cls: int) -> int:
         if not 0 <= int(cls) < self.spec.n_classes:
             raise ValueError(f"cls must lie in 0..{self.spec.n_classes - 1}, got {cls}")
