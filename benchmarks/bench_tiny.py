@@ -1,7 +1,7 @@
 """Benchmark: tiny releases (issue 28) and exact noise with one scale per coordinate.
 
 Prints, from one run:
-  * ``fe.evaluate`` on 64 examples (one per client) under secure aggregation,
+  * ``fe.evaluate`` on 3, 20, 64 and 100 examples (``--sizes``; one per client) under secure aggregation,
     distributed DP (ε = 1) and local DP (ε = 5): milliseconds per call (mean of
     ``--calls``), and each as a ratio to the secure-aggregation call, the
     baseline measured in the same run (target in issue 28: ≤ 2 ms under DP);
@@ -11,7 +11,7 @@ Prints, from one run:
     table sampler per scale (``sample_discrete_laplace_exact`` per group, the
     path before), as a ratio.
 
-Usage: python benchmarks/bench_tiny.py [--calls 300]
+Usage: python benchmarks/bench_tiny.py [--calls 300] [--sizes 3 20 64 100]
 """
 
 from __future__ import annotations
@@ -43,25 +43,31 @@ def per_call(fn, calls: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", default=[3, 20, 64, 100], help="examples per federation"
+    )
     args = ap.parse_args()
     print(f"load average {os.getloadavg()}")
     warnings.simplefilter("ignore")  # tiny DP releases warn on every call, by design
-    rng = np.random.default_rng(0)
-    s = rng.random(64)
-    y = (rng.random(64) < s).astype(int)
-    fed = fe.Federation.from_arrays(s, y)
     gen = np.random.default_rng(1)  # a simulation: seeded noise is fine here
-    times = {}
-    for name, model in [
+    models = [
         ("secure aggregation", fe.SecureAggregation()),
         ("distributed DP ε=1", fe.DistributedDP(1.0)),
         ("local DP ε=5", fe.LocalDP(5.0)),
-    ]:
-        times[name] = per_call(lambda m=model: fe.evaluate(fed, m, rng=gen), args.calls)
-    base = times["secure aggregation"]
-    print("fe.evaluate, 64 examples")
-    for name, t in times.items():
-        print(f"  {name:22s} {t * 1e3:8.2f} ms/call   {t / base:6.1f}x secure aggregation")
+    ]
+    for n in args.sizes:
+        rng = np.random.default_rng(n)
+        s = rng.random(n)
+        y = (rng.random(n) < s).astype(int)
+        fed = fe.Federation.from_arrays(s, y)
+        times = {
+            name: per_call(lambda m=model, f=fed: fe.evaluate(f, m, rng=gen), args.calls)
+            for name, model in models
+        }
+        base = times["secure aggregation"]
+        print(f"fe.evaluate, {n} examples (one per client)")
+        for name, t in times.items():
+            print(f"  {name:22s} {t * 1e3:8.2f} ms/call   {t / base:6.1f}x secure aggregation")
 
     scales = np.linspace(3.0, 4000.0, 2000)
     table_free = per_call(lambda: sample_discrete_laplace(scales, scales.size, gen), 20)
