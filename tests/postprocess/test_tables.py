@@ -100,3 +100,45 @@ def test_project_to_total_reuses_the_dense_simplex_projection() -> None:
     np.testing.assert_allclose(
         project_to_total(x, x.sum(axis=1)), project_children_to_simplex(x)[0]
     )
+
+
+def _bisection_reference(y: np.ndarray, rows: np.ndarray, trace: float) -> np.ndarray:
+    """The trace multiplier by plain bisection to the last bit, one table at a time."""
+    c = y.shape[0]
+    r = np.maximum(rows, 0.0)
+    t = float(np.clip(trace, 0.0, r.sum()))
+    lo, hi = -(np.abs(y).max() + r.max() + 1.0), np.abs(y).max() + r.max() + 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if np.trace(project_to_total(y - mid * np.eye(c), r)) > t:
+            lo = mid
+        else:
+            hi = mid
+    return project_to_total(y - 0.5 * (lo + hi) * np.eye(c), r)
+
+
+@pytest.mark.parametrize("c", [2, 3, 5, 10])
+def test_project_table_finds_the_trace_multiplier_of_every_table_in_a_batch(c: int) -> None:
+    """The regula falsi root equals bisection run to the last bit, table by table,
+    for a batch that mixes interior traces, the extremes 0 and Σr, zero rows and
+    tables already feasible; the margins and the trace hold exactly."""
+    rng = np.random.default_rng(c)
+    m = 60
+    truth = rng.integers(0, 20, (m, c, c)).astype(float)
+    y = truth + rng.normal(0, 8, (m, c, c))
+    rows = truth.sum(axis=-1) + rng.normal(0, 2, (m, c))
+    rows[::7, 0] = 0.0  # a class with no released examples
+    trace = np.trace(truth, axis1=-2, axis2=-1) + rng.normal(0, 4, m)
+    trace[1], trace[2] = -3.0, 1e9  # clipped to 0 and to Σ r
+    y[3], rows[3], trace[3] = truth[3], truth[3].sum(axis=1), np.trace(truth[3])
+    x = project_table(y, rows, trace)
+    for i in range(m):
+        ref = _bisection_reference(y[i], rows[i], trace[i])
+        np.testing.assert_allclose(x[i], ref, atol=1e-7 * (1.0 + rows[i].clip(0).sum()))
+        assert x[i].min() >= 0.0
+        np.testing.assert_allclose(x[i].sum(axis=1), rows[i].clip(0), atol=1e-8)
+        t_i = float(np.clip(trace[i], 0.0, rows[i].clip(0).sum()))
+        assert np.trace(x[i]) == pytest.approx(t_i, abs=1e-8 * (1.0 + t_i))
+    np.testing.assert_allclose(x[3], truth[3], atol=1e-9)
