@@ -119,3 +119,31 @@ def test_short_model_drops_budgets_and_repeats() -> None:
     assert short_model("local DP (OUE, ε=5 per report)") == "local DP (OUE)"
     assert short_model("a (ε=1) + a (ε=2) + b") == "a + b"
     assert short_model("secure aggregation") == "secure aggregation"
+
+
+def test_entry_as_dict_is_asdict_for_the_entries_of_real_releases() -> None:
+    """The field-by-field form equals ``dataclasses.asdict`` (before its rdp rewrite)."""
+    import dataclasses
+
+    import numpy as np
+
+    import fedeval as fe
+
+    gen = np.random.default_rng(0)
+    fed = fe.Federation.from_arrays(gen.random(200), gen.random(200) < 0.4)
+    models = [
+        fe.DistributedDP(1.0),
+        fe.DistributedDP(1.0, delta=1e-6, noise="skellam"),
+        fe.LocalDP(5.0),
+        fe.CentralDP(1.0),
+    ]
+    entries = [e for m in models for e in fe.evaluate(fed, m, rng=gen).receipt.entries]
+    entries.append(dp_receipt(1.0).entries[0])
+    assert entries
+    for e in entries:
+        expected = dataclasses.asdict(e)
+        got = entry_as_dict(e)
+        if expected.get("rdp") is not None:
+            expected["rdp"] = [x if math.isfinite(x) else None for x in expected["rdp"]]
+        assert got == expected
+        assert got["details"] is not e.details  # a copy: the entry is frozen
