@@ -727,3 +727,18 @@ def test_scalar_monotone_projection_and_its_derivative_equal_the_array_form_bit_
             inner = (above[c, 0] - above[c])[1:n_bins]
             pinned += int(np.any(inner <= 0) and np.any(inner >= above[c, 0]))
     assert pinned > 20  # blocks at 0 and at the total were exercised
+
+
+def test_boundary_counts_are_computed_once_per_release_and_level() -> None:
+    """The AUC, both curves and the thresholds share one read-only BoundaryCounts."""
+    s, y = _data(2_000)
+    ev = fe.evaluate(fe.Federation.from_arrays(s, y), fe.DistributedDP(1.0), rng=3)
+    first = boundary_counts(ev.tree)
+    assert boundary_counts(ev.tree) is first
+    assert boundary_counts(ev.tree, ev.tree.height) is first
+    assert boundary_counts(ev.tree, shrink=False) is first.unshrunk
+    assert boundary_counts(ev.tree, 2) is not first and boundary_counts(ev.tree, 2).level == 2
+    with pytest.raises(ValueError, match="read-only"):
+        first.above[0, 0] = 0.0
+    fpr, tpr, _ = ev.roc_curve()
+    assert ev.roc_auc == pytest.approx(float(np.trapezoid(tpr, fpr)))

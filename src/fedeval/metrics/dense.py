@@ -584,6 +584,21 @@ def boundary_counts(
     lv = choose_level(tree) if level is None else int(level)
     if not 1 <= lv <= tree.height:
         raise ValueError(f"level must lie in 1..{tree.height}, got {level}")
+    # Once per release and level: the AUC, the ROC and PR curves and the
+    # thresholds all read them (read-only arrays, so a caller cannot alter the copy
+    # the next one gets).
+    key = f"boundary_counts {lv} {shrink}"
+    cached = tree._derived.get(key)
+    if cached is None:
+        cached = _boundary_counts(tree, lv, shrink)
+        for a in (cached.edges, cached.above, cached.totals):
+            a.flags.writeable = False
+        tree._derived[key] = cached
+    return cached
+
+
+def _boundary_counts(tree: HierarchicalHistogram, lv: int, shrink: bool) -> BoundaryCounts:
+    """:func:`boundary_counts` computed."""
     if shrink:
         counts, shrinkage = wiener_levels(tree, lv)
     else:
