@@ -252,3 +252,34 @@ def test_sa_binning_does_not_raise_the_held_out_nll_on_digits(method):
     before = calibration_summary(p_te, y[te])["nll"]
     after = calibration_summary(cal.predict_proba(p_te), y[te])["nll"]
     assert after <= 1.01 * before
+
+
+def test_recorded_harm_estimates_stay_in_their_range_on_tiny_data():
+    """A 3-example federation under DistributedDP: the unbiased estimates (differences of
+    noisy sums) can leave their range (a Brier score of −10 was written to calibrator.json);
+    what the calibrator records for people is clipped into the range, and the unbiased
+    values the decision used are kept beside it, unchanged."""
+    import fedeval as fe
+
+    p = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.2, 0.6]])
+    fed = Federation.from_arrays(p, np.array([0, 1, 2]), kind="probabilities")
+    out_of_range = 0
+    for seed in range(12):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cal = fe.calibrate(fed, fe.DistributedDP(1.0), method="binning", rng=seed)
+        shown, raw = cal.procedure["harm_estimates"], cal.procedure["harm_estimates_unbiased"]
+        for key, (lo, hi) in {
+            "cwece_before": (0.0, 1.0),
+            "cwece_after": (0.0, 1.0),
+            "brier_before": (0.0, 2.0),
+            "brier_after": (0.0, 2.0),
+        }.items():
+            assert lo <= shown[key] <= hi
+            assert shown[key] == min(max(raw[key], lo), hi)
+            out_of_range += not lo <= raw[key] <= hi
+        assert {
+            k: v for k, v in shown.items() if not k.startswith(("cwece", "brier_b", "brier_a"))
+        } == {k: v for k, v in raw.items() if not k.startswith(("cwece", "brier_b", "brier_a"))}
+        assert calibrator_from_json(cal.to_json()).procedure == cal.procedure
+    assert out_of_range > 0  # the case this test is about occurs in these seeds

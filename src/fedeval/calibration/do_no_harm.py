@@ -79,6 +79,7 @@ __all__ = [
     "keep_or_decline",
     "keep_or_decline_multiclass",
     "multiclass_harm_estimates",
+    "multiclass_harm_estimates_in_range",
 ]
 
 _P_FLOOR = 1e-12
@@ -880,6 +881,7 @@ def keep_or_decline_multiclass(
         ``UserWarning`` with the released estimates (never a count).
     """
     est = {k: float(v) for k, v in estimates.items()}
+    shown = multiclass_harm_estimates_in_range(est)
     z = harm_threshold(HARM_LEVEL)
     helps = (
         est["cwece_after"] < est["cwece_before"]
@@ -887,7 +889,12 @@ def keep_or_decline_multiclass(
         and -(est["logloss_change"] + est["logloss_unseen"]) > z * est["logloss_change_se"]
     )
     if helps or not enabled:
-        procedure = {**calibrator.procedure, "applied": True, "harm_estimates": est}
+        procedure = {
+            **calibrator.procedure,
+            "applied": True,
+            "harm_estimates": shown,
+            "harm_estimates_unbiased": est,
+        }
         return replace(calibrator, procedure=procedure)
     change = est["brier_after"] - est["brier_before"]
     reason = (
@@ -913,5 +920,37 @@ def keep_or_decline_multiclass(
         n_classes=calibrator.n_classes,
         input_kind=calibrator.input_kind,
         receipt=dict(calibrator.receipt),
-        procedure={**calibrator.procedure, "applied": False, "harm_estimates": est},
+        procedure={
+            **calibrator.procedure,
+            "applied": False,
+            "harm_estimates": shown,
+            "harm_estimates_unbiased": est,
+        },
     )
+
+
+#: The ranges of the multiclass estimates that are levels, not changes: the classwise
+#: ECE is in [0, 1], the one-vs-rest Brier score summed over classes in [0, 2].
+MULTICLASS_HARM_RANGES = {
+    "cwece_before": (0.0, 1.0),
+    "cwece_after": (0.0, 1.0),
+    "brier_before": (0.0, 2.0),
+    "brier_after": (0.0, 2.0),
+}
+
+
+def multiclass_harm_estimates_in_range(estimates: dict[str, float]) -> dict[str, float]:
+    """The estimates of :func:`multiclass_harm_estimates` clipped into their ranges, for people.
+
+    Each level is an unbiased difference of noisy sums, so on little data it can
+    leave its range (a 3-example federation under DistributedDP ε = 1 gave a
+    Brier score of −10). The decision reads the unbiased values (their change
+    and its standard error are what is meaningful); a calibrator records both,
+    ``harm_estimates`` (this, what a report shows) and ``harm_estimates_unbiased``.
+    Changes and standard errors are left as they are. Post-processing.
+    """
+    out = dict(estimates)
+    for key, (lo, hi) in MULTICLASS_HARM_RANGES.items():
+        if key in out:
+            out[key] = min(max(out[key], lo), hi)
+    return out
