@@ -99,3 +99,18 @@ def test_accounting_bad_inputs() -> None:
         zcdp_to_approx_dp(-1.0, 1e-5)
     with pytest.raises(ValueError, match="epsilon"):
         calibrate_noise_multiplier(0.0, 1e-5, 10, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "rounds", "q"), [(3.0, 12, 0.3), (1.0, 12, 1.0), (0.5, 5, 1.0)]
+)
+def test_calibrated_multiplier_meets_epsilon_and_is_minimal_to_two_per_mille(
+    epsilon, rounds, q
+) -> None:
+    """The secant search (coarse RDP bracket, then the tighter accountants) returns a
+    multiplier that meets ε under gaussian_rounds_epsilon (dp-accounting's default
+    orders and PLD) and whose 0.2 % smaller neighbour does not (the README's user-level
+    setting, and two without sampling)."""
+    z = calibrate_noise_multiplier(epsilon, 1e-5, rounds, q)
+    assert gaussian_rounds_epsilon(z, rounds, q, 1e-5) <= epsilon
+    assert gaussian_rounds_epsilon(z * (1 - 2e-3), rounds, q, 1e-5) > epsilon

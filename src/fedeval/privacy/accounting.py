@@ -398,10 +398,12 @@ def calibrate_noise_multiplier(
     t = check_int_at_least(rounds, 1, name="rounds")
     q = _check_sampling_rate(sampling_rate)
     tol = check_positive(rtol, name="rtol")
+    search = SEARCH_ORDERS if orders is None else orders
 
     def rdp_eps(z: float) -> float:
-        return _rdp_rounds_epsilon(z, t, q, d, orders)
+        return _rdp_rounds_epsilon(z, t, q, d, RDP_ORDERS if orders is None else orders)
 
+    # A bracket from RDP at fedeval's 23 orders (~0.07 s an evaluation).
     hi = 1.0
     while rdp_eps(hi) > eps:
         hi *= 2.0
@@ -416,7 +418,7 @@ def calibrate_noise_multiplier(
         lo /= 2.0
         if lo < 1e-6:
             return hi
-    while hi / lo - 1.0 > tol:
+    while hi / lo - 1.0 > max(tol, _BRACKET_RTOL):
         mid = math.sqrt(lo * hi)
         if rdp_eps(mid) <= eps:
             hi = mid
@@ -424,19 +426,81 @@ def calibrate_noise_multiplier(
             lo = mid
 
     def best_eps(z: float) -> float:
-        return _gaussian_rounds_epsilon(z, t, q, d, orders)
+        return _gaussian_rounds_epsilon(z, t, q, d, search)
 
-    # PLD can only allow less noise: search below the RDP answer.
-    lo = hi * 0.5
-    if best_eps(lo) <= eps:
-        return lo
-    while hi / lo - 1.0 > max(tol, 1e-3):
-        mid = math.sqrt(lo * hi)
-        if best_eps(mid) <= eps:
-            hi = mid
+    # The tighter accountants (finer orders, PLD) can only allow less noise: hi
+    # meets ε under them too; the root is in [lo, hi] unless they let lo pass.
+    f_lo = best_eps(lo)
+    if f_lo > eps:
+        a, f_a, b, f_b = lo, f_lo, hi, best_eps(hi)
+    else:
+        a, b, f_b = hi * 0.5, lo, f_lo
+        f_a = best_eps(a)
+        if f_a <= eps:
+            return a
+    return _falsi_in_logs(best_eps, eps, a, f_a, b, f_b, max(tol, 1e-3))
+
+
+#: Relative width of the cheap RDP bracket of :func:`calibrate_noise_multiplier`.
+_BRACKET_RTOL = 1e-2
+
+#: The Rényi orders :func:`calibrate_noise_multiplier` searches with (when given none):
+#: fedeval's 23, every integer to 64 and quarter steps to 6. dp-accounting's default 156
+#: orders (most of them fractional, the costly kind) take ~4x the time for an ε within
+#: 0.01 % of this set's (0.02 % at z = 0.9, T = 12, q = 0.3, δ = 1e-5); both are valid
+#: upper bounds, and the multiplier found meets ε under either.
+SEARCH_ORDERS: tuple[float, ...] = tuple(
+    sorted(
+        {1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 14.0, 16.0}
+        | {20.0, 24.0, 32.0, 48.0, 64.0, 128.0, 256.0}
+        | {float(i) for i in range(2, 65)}
+        | {1.0 + i / 10 for i in range(1, 10)}
+        | {1.25 + i / 4 for i in range(20)}
+    )
+)
+
+
+def _falsi_in_logs(
+    f: Any, target: float, a: float, f_a: float, b: float, f_b: float, rtol: float
+) -> float:
+    """The smallest z in [a, b] with f(z) <= target, to relative width ``rtol``: b's side.
+
+    f(a) > target >= f(b), f decreasing. log ε is close to linear in log z, so a
+    secant step on g = log f − log target against log z, through the two
+    latest points, lands near the root; the point a relative ``rtol``/2
+    beyond it, on the far side, is evaluated next, so a good step closes the
+    bracket at once (~4 evaluations in all, not the ~10 of bisection). A
+    secant step outside the bracket is replaced by a geometric bisection, so
+    the bracket always closes. The upper end is returned: f(b) <= target.
+    """
+    lt = math.log(target)
+    xa, xb = math.log(a), math.log(b)
+    ga, gb = math.log(f_a) - lt, math.log(max(f_b, 1e-300)) - lt
+    last = [(xa, ga), (xb, gb)]
+    nudge = 0.5 * math.log1p(rtol)
+
+    def step(x: float) -> None:
+        nonlocal xa, ga, xb, gb
+        gx = math.log(max(f(math.exp(x)), 1e-300)) - lt
+        if gx <= 0:
+            xb, gb = x, gx
         else:
-            lo = mid
-    return hi
+            xa, ga = x, gx
+        last[:] = [last[-1], (x, gx)]
+
+    for _ in range(100):
+        if math.expm1(xb - xa) <= rtol:
+            break
+        (x1, g1), (x2, g2) = last
+        x = x2 - g2 * (x2 - x1) / (g2 - g1) if g2 != g1 else math.nan
+        if not xa + nudge / 4 < x < xb - nudge / 4:
+            x = 0.5 * (xa + xb)
+        step(x)
+        if math.expm1(xb - xa) <= rtol:
+            break
+        # The far side of the new point, just beyond it: closes the bracket if the step was good.
+        step(max(x - nudge, xa + nudge / 4) if x == xb else min(x + nudge, xb - nudge / 4))
+    return math.exp(xb)
 
 
 # --------------------------------------------------------------------------- filter
