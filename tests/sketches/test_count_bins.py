@@ -80,3 +80,28 @@ def test_locating_one_threshold_equals_the_array_form(
             np.testing.assert_array_equal(f_one.ravel(), f_many[:1])
     edges[:] = 0.0  # a caller's copy: the grid keeps its own
     assert grid.edges[-1] == hi
+
+
+@pytest.mark.parametrize(
+    "edges",
+    [
+        np.linspace(0.0, 1.0, 65),  # 64 equal bins
+        np.r_[0.0, np.sort(np.random.default_rng(1).random(40)), 1.0],  # arbitrary edges
+        np.r_[0.0, 0.5, 0.5 + 2.0**-25, 0.5 + 2.0**-24, 1.0],  # too close for a 2^20 table
+        np.r_[0.0, 1e-9, 0.3, 0.3 + 1e-5, 1.0 - 1e-12, 1.0],  # clustered, needs a fine table
+        np.array([0.0, 1.0]),  # one bin: no inner edge
+    ],
+    ids=["uniform", "random", "fallback", "clustered", "one-bin"],
+)
+def test_bin_of_edges_table_lookup_is_the_binary_search(edges: np.ndarray) -> None:
+    """The lookup-table path of bin_of_edges gives the left-closed binary search's bin for
+    every value: random ones, every edge, its two float neighbours, 0, 1, values outside
+    [0, 1] and NaN (the last bin, as the search puts it)."""
+    from fedeval.sketches.grid import bin_of_edges
+
+    rng = np.random.default_rng(0)
+    at = np.r_[edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)]
+    x = np.r_[rng.random(20_000), at, -0.5, 1.5, np.nan, 0.0, 1.0]
+    expected = np.searchsorted(edges[1:-1], x, side="right")
+    got = bin_of_edges(edges, x)
+    np.testing.assert_array_equal(got, expected)

@@ -99,6 +99,6 @@ def replicate_around(
     truth = np.asarray(leaves, dtype=np.float64)
     if leaves_only:
         noisy = truth + rng.standard_normal(truth.shape) * np.sqrt(tree.node_variance[-1])
-        return replace(tree, levels=tuple(spec.levels_from_leaves(noisy)))
-    start = replace(tree, levels=tuple(spec.levels_from_leaves(truth)))
+        return tree.with_levels(spec.levels_from_leaves(noisy))
+    start = tree.with_levels(spec.levels_from_leaves(truth))
     return parametric_replicate(start, rng)

@@ -20,6 +20,7 @@ scikit-learn's right-closed bins; they bin raw predictions, not sketches.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable
@@ -271,5 +272,64 @@ def bin_of_edges(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[
     Bin j is ``[e_j, e_{j+1})``; values below ``e_1`` go to bin 0 and values at
     or above ``e_{K-1}`` to bin K − 1 (so the top end and anything outside the
     edges land in an end bin).
+
+    Many values against edges from 0 to 1 (probabilities: the multiclass
+    one-vs-rest and top-label bins) take a table lookup, the same bins as the
+    binary search (:func:`_unit_edge_table`) at a fraction of its cost.
     """
-    return np.searchsorted(np.asarray(edges)[1:-1], x, side="right")
+    e = np.asarray(edges, dtype=np.float64)
+    inner = e[1:-1]
+    xs = np.asarray(x)
+    if (
+        xs.size >= _EDGE_TABLE_MIN_VALUES
+        and e[0] == 0.0
+        and e[-1] == 1.0
+        and xs.dtype == np.float64
+    ):
+        table = _unit_edge_table(tuple(inner.tolist()))
+        if table is not None:
+            scale, below, inside = table
+            u = xs * scale  # exact: scale is a power of two
+            # fmin/fmax: NaN goes to the last cell and bin, where the binary search puts it.
+            np.fmin(u, scale, out=u)
+            np.fmax(u, 0.0, out=u)
+            cell = u.astype(np.intp)
+            out = below[cell]
+            out += xs >= inside[cell]
+            return out
+    return np.searchsorted(inner, xs, side="right")
+
+
+#: From this many values, :func:`bin_of_edges` over [0, 1] uses :func:`_unit_edge_table`.
+_EDGE_TABLE_MIN_VALUES = 1 << 12
+
+
+@functools.lru_cache(maxsize=64)
+def _unit_edge_table(
+    inner: tuple[float, ...],
+) -> tuple[float, NDArray[np.intp], NDArray[np.float64]] | None:
+    """Lookup tables for :func:`bin_of_edges` of inner edges in (0, 1), or None.
+
+    With M = 2^k fine cells [u/M, (u+1)/M) (x·M is exact, so ⌊x·M⌋ = u puts x
+    in its cell without rounding), the bin of x is the number of inner edges
+    ≤ x: ``below[u]`` (those ≤ u/M) plus 1 if the one edge strictly inside the
+    cell, ``inside[u]`` (+inf if none), is ≤ x. M is the smallest power of two
+    from 2^10 to 2^20 that leaves at most one edge strictly inside every cell;
+    None (binary search) if none does.
+    """
+    e = np.asarray(inner, dtype=np.float64)
+    if e.size == 0:
+        return None
+    for k in range(10, 21):
+        m = 1 << k
+        left = np.arange(m + 1, dtype=np.float64) / m  # exact
+        below = np.searchsorted(e, left, side="right")
+        before_next = np.searchsorted(e, left + 1.0 / m, side="left")
+        count = before_next - below
+        if count.max() > 1:
+            continue
+        inside = np.full(m + 1, np.inf)
+        one = np.flatnonzero(count == 1)
+        inside[one] = e[below[one]]
+        return float(m), below.astype(np.intp), inside
+    return None
