@@ -334,3 +334,28 @@ def test_consistent_total_variance_equals_the_generic_query_bit_for_bit(
         ones = np.ones((1, tree.spec.n_leaves))
         want = [tree._consistent_query_variance(ones, c)[0] for c in (0, 1)]
         np.testing.assert_array_equal(tree.total_variance(), want)
+
+
+@pytest.mark.parametrize("privacy", [DistributedDP(1.0), LocalDP(5.0)], ids=["distdp", "ldp"])
+def test_a_replicate_shares_only_the_caches_of_the_variances(privacy) -> None:
+    """with_levels keeps the geometry and variances and shares the variance-only caches;
+    what the caches give on the replicate is what a fresh tree with those counts computes,
+    and the count-dependent ones (boundary counts, effective examples) are not carried."""
+    from dataclasses import replace
+
+    from fedeval.metrics.dense import _split_variances, boundary_counts, effective_examples
+
+    s, y = beta_scores(3_000, seed=4)
+    tree = release_hierarchy(
+        Federation.from_arrays(s, y), privacy, height=6, rng=np.random.default_rng(0)
+    ).consistent()
+    for c in (0, 1):
+        _split_variances(tree, c, 6)
+    boundary_counts(tree)
+    effective_examples(tree)
+    other = [lv + np.random.default_rng(1).normal(0, 3, lv.shape) for lv in tree.levels]
+    rep, fresh = tree.with_levels(other), replace(tree, levels=tuple(other))
+    assert set(rep._derived) == {k for k in tree._derived if k.startswith(("split_", "same_"))}
+    for c in (0, 1):
+        assert _split_variances(rep, c, 6) == _split_variances(fresh, c, 6)
+    np.testing.assert_array_equal(boundary_counts(rep).above, boundary_counts(fresh).above)
