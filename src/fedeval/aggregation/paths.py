@@ -96,7 +96,9 @@ def bound_contributions(
     if isinstance(fed, Scan):
         if fed.engine == "dask":
             return fed.bounded(
-                partial(seeded_contribution_mask, bound=bound), partial(spawn_seeds, rng)
+                partial(seeded_contribution_mask, bound=bound),
+                partial(spawn_seeds, rng),
+                np.minimum(fed.client_sizes, bound),
             )
         sizes = fed.client_sizes
         return fed.filtered(

@@ -447,6 +447,7 @@ class Scan:
         self,
         mask: Callable[[NDArray[np.int64], NDArray[np.int64], int], NDArray[np.bool_]],
         seeds: Callable[[int], list[int]],
+        client_sizes: NDArray[np.int64] | None = None,
     ) -> Scan:
         """Dask engine: the rows that ``mask`` keeps of every client, after a shuffle.
 
@@ -454,7 +455,9 @@ class Scan:
         column) brings every client's rows into exactly one partition, so ``mask(client_index, offsets, seed)`` (the privacy
         layer's contribution bound, with one seed per partition from
         ``seeds(n_partitions)``) sees whole clients, however the input was
-        partitioned.
+        partitioned. ``client_sizes``, the rows per client that the mask keeps when
+        the caller knows them (a bound B keeps ``min(size, B)``), gives the
+        bounded scan's row count without running the shuffle to count it.
         """
         if self.engine != "dask" or self.client is None:
             raise ValueError("bounded() shuffles a Dask source with a client column")
@@ -484,7 +487,14 @@ class Scan:
             self.progress,
         )
         # The same clients take part; their sizes after the bound are counted if asked.
-        out._cache["clients"] = self._clients().with_sizes(None)
+        if client_sizes is None:
+            out._cache["clients"] = self._clients().with_sizes(None)
+            return out
+        sizes = np.asarray(client_sizes, dtype=np.int64)
+        if sizes.shape != (self.n_clients,):
+            raise ValueError(f"client_sizes has shape {sizes.shape}, expected ({self.n_clients},)")
+        out._cache["clients"] = self._clients().with_sizes(sizes)
+        out._cache["n_examples"] = int(sizes.sum())
         return out
 
     def __repr__(self) -> str:
