@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -71,10 +73,10 @@ def test_batch_encoding_sums_to_the_encoding_bit_for_bit(b: int, h: int) -> None
         assert short is not None and short.length < sketch.length
         clients = np.zeros(n, dtype=np.int64)
         full = sum(
-            sketch.encode(s[a:z], labels[a:z], clients[a:z]) for a, z in zip(cuts, cuts[1:])
+            sketch.encode(s[a:z], labels[a:z], clients[a:z]) for a, z in itertools.pairwise(cuts)
         )
         leaves = sum(
-            short.encoder(s[a:z], labels[a:z], clients[a:z]) for a, z in zip(cuts, cuts[1:])
+            short.encoder(s[a:z], labels[a:z], clients[a:z]) for a, z in itertools.pairwise(cuts)
         )
         out = short.expand(leaves)
         assert out.dtype == np.int64

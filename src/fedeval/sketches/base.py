@@ -28,6 +28,12 @@ from numpy.typing import NDArray
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity
 
+if TYPE_CHECKING:
+    from fedeval.aggregation.release import Release
+    from fedeval.data import Federation
+
+__all__ = ["BatchEncoding", "Sketch"]
+
 
 @dataclass(frozen=True)
 class BatchEncoding:
@@ -40,12 +46,6 @@ class BatchEncoding:
     encoder: Callable[[NDArray[np.float64], NDArray[Any], NDArray[np.int64]], NDArray[Any]]
     length: int
     expand: Callable[[NDArray[Any]], NDArray[Any]]
-
-if TYPE_CHECKING:
-    from fedeval.aggregation.release import Release
-    from fedeval.data import Federation
-
-__all__ = ["BatchEncoding", "Sketch"]
 
 
 class Sketch(ABC):
