@@ -241,9 +241,9 @@ def test_dask_parquet_is_read_by_pyarrow_on_workers_and_counted_from_metadata(
 def test_dask_frames_not_read_from_parquet_files_keep_dasks_partitions(
     client: Any, tmp_path: Path
 ) -> None:
-    """The fallback: a frame with a computed step (a filter that Dask cannot push into the
-    reader, a frame from pandas) is encoded from Dask's own partitions, and still releases
-    what the in-memory federation releases for the same seed."""
+    """The fallback: a frame with a computed step (a filter, in the reader or not, a frame
+    from pandas) is encoded from Dask's own partitions, and still releases what the
+    in-memory federation releases for the same seed."""
     import pandas as pd
 
     s, y, c = _data(6000)
@@ -252,6 +252,7 @@ def test_dask_frames_not_read_from_parquet_files_keep_dasks_partitions(
     ddf = dd.read_parquet(str(d))
     frames = [
         ddf[ddf["score"] >= 0.0],
+        dd.read_parquet(str(d), filters=[("score", ">=", 0.0)]),
         dd.from_pandas(pd.DataFrame({"score": s, "label": y}), npartitions=3),
     ]
     from fedeval.data.scan import _dask_parquet_pieces
