@@ -172,3 +172,119 @@ def test_dask_encoding_is_one_pass_unless_rows_are_the_clients(
     b = fe.evaluate(fed, model, **kw)
     for p, q in zip(a.tree.levels, b.tree.levels, strict=True):
         np.testing.assert_array_equal(p, q)
+
+
+def _levels_equal(a: Any, b: Any) -> bool:
+    return all(np.array_equal(p, q) for p, q in zip(a.tree.levels, b.tree.levels, strict=True))
+
+
+def test_dask_parquet_is_read_by_pyarrow_on_workers_and_counted_from_metadata(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: a Dask frame that is read_parquet of local files costs one pass. The
+    planning count comes from the footers (no Len computed), every partition is read by
+    pyarrow on a worker (not Dask's partitions), and the evaluation, no height given (the
+    planning count, then the hierarchy), releases exactly what the in-process scan of the
+    same files releases for the same seed. The row-number client index (clients assigned
+    to levels) takes its partition offsets from the footers too."""
+    import sys
+
+    import pyarrow.dataset as pads
+
+    scan_module = sys.modules["fedeval.data.scan"]
+    s, y, c = _data(9000)
+    d = tmp_path / "lake"
+    d.mkdir()
+    bounds = [0, 2500, 6000, 9000]
+    for k in range(3):  # row groups of up to 1000 rows: 10 ragged partitions
+        sl = slice(bounds[k], bounds[k + 1])
+        pq.write_table(
+            pa.table({"score": s[sl], "label": y[sl], "client": c[sl]}),
+            d / f"p{k}.parquet",
+            row_group_size=1000,
+        )
+    ddf = dd.read_parquet(str(d), split_row_groups=True)
+    assert ddf.npartitions == 10
+    local = pads.dataset(str(d))  # the in-process (arrow) engine, even with a client active
+    frame_type = type(ddf)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the data went through Dask's own partitions or a Len")
+
+    monkeypatch.setattr(frame_type, "to_delayed", refuse)
+    monkeypatch.setattr(frame_type, "map_partitions", refuse)
+    monkeypatch.setattr(frame_type, "shape", property(refuse))
+    monkeypatch.setattr(scan_module, "_encode_partition", refuse)
+    src = fe.scan(ddf)
+    assert src.n_examples == 9000
+    for model, kw in (
+        (fe.DistributedDP(1.0), {}),
+        (fe.SecureAggregation(), {}),
+        (fe.DistributedDP(1.0, neighbouring="replace"), {"height": 5, "level_budget": "assign"}),
+    ):
+        a = fe.evaluate(fe.scan(ddf), model, rng=5, **kw)
+        b = fe.evaluate(fe.scan(local), model, rng=5, **kw)
+        assert fe.scan(local).engine == "arrow"
+        assert a.parameters["height"] == b.parameters["height"]
+        assert _levels_equal(a, b)
+    # a selection of partitions is still read directly, and counted from the footers
+    part = fe.scan(ddf.partitions[[1, 4]])
+    assert part.n_examples == 2000
+    # with a client column: the same release as the in-process scan (ids read on workers)
+    sketch = HierarchySketch(HierarchySpec(4))
+    np.testing.assert_array_equal(
+        release(fe.scan(ddf, client="client"), sketch, fe.DistributedDP(1.0), rng=2).values,
+        release(fe.scan(local, client="client"), sketch, fe.DistributedDP(1.0), rng=2).values,
+    )
+
+
+def test_dask_frames_not_read_from_parquet_files_keep_dasks_partitions(
+    client: Any, tmp_path: Path
+) -> None:
+    """The fallback: a frame with a computed step (a filter, in the reader or not, a frame
+    from pandas) is encoded from Dask's own partitions, and still releases what the
+    in-memory federation releases for the same seed."""
+    import pandas as pd
+
+    s, y, c = _data(6000)
+    d = _partitioned(tmp_path, s, y, c)
+    fed = fe.Federation.from_arrays(s, y)
+    ddf = dd.read_parquet(str(d))
+    frames = [
+        ddf[ddf["score"] >= 0.0],
+        dd.read_parquet(str(d), filters=[("score", ">=", 0.0)]),
+        dd.from_pandas(pd.DataFrame({"score": s, "label": y}), npartitions=3),
+    ]
+    from fedeval.data.scan import _dask_parquet_pieces
+
+    for frame in frames:
+        src = fe.scan(frame)
+        assert _dask_parquet_pieces(src) is None
+        for model in (fe.DistributedDP(1.0), fe.SecureAggregation()):
+            a = fe.evaluate(src, model, rng=9)
+            b = fe.evaluate(fed, model, rng=9)
+            assert a.parameters["height"] == b.parameters["height"]
+            assert _levels_equal(a, b)
+
+
+def test_dask_parquet_errors_name_the_partition_and_file(client: Any, tmp_path: Path) -> None:
+    s, y, c = _data(3000)
+    s[2100] = np.nan
+    d = _partitioned(tmp_path, s, y, c, parts=3)
+    with pytest.raises(ValueError, match=r"partition 2 \(.*p2\.parquet\) at row 100"):
+        fe.evaluate(fe.scan(dd.read_parquet(str(d))), fe.SecureAggregation(), height=3)
+
+
+def test_a_dask_client_bound_counts_its_rows_without_the_shuffle(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Σ min(size, B) is the bounded scan's row count: the planning count under a client
+    bound reads no rows past the client column's one pass (no shuffle, no Len)."""
+    s, y, c = _data(8000, 40)
+    d = _partitioned(tmp_path, s, y, c)
+    src = fe.scan(dd.read_parquet(str(d)), client="client")
+    sizes = src.client_sizes
+    bounded = bound_contributions(src, 150, np.random.default_rng(0))
+    monkeypatch.setattr(type(bounded.source), "shape", property(lambda self: 1 / 0))
+    assert bounded.n_examples == int(np.minimum(sizes, 150).sum())
+    np.testing.assert_array_equal(bounded.client_sizes, np.minimum(sizes, 150))

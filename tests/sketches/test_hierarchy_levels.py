@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -45,3 +47,39 @@ def test_encoding_a_federation_with_gapped_ids_builds_no_client_index() -> None:
     got = sketch.encode_clients(fed)
     assert fed._client_index is None
     np.testing.assert_array_equal(got, sketch.encode(s, y, fed.client_index))
+
+
+@pytest.mark.parametrize(("b", "h"), [(2, 6), (4, 3), (3, 4)])
+def test_batch_encoding_sums_to_the_encoding_bit_for_bit(b: int, h: int) -> None:
+    """Issue 28: a streamed source sums leaf counts per batch and sums up the levels once.
+
+    Integer sums: ``expand(Σ leaves)`` is exactly ``Σ encode`` over any split into batches,
+    for the hierarchy and the sliced hierarchy (more classes), ragged batches included."""
+    from fedeval.sketches.hierarchy import HierarchySketch
+    from fedeval.sketches.sliced import SlicedHierarchySketch, slice_labels
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    s = rng.random(n)
+    y = (rng.random(n) < s).astype(np.int8)
+    sliced = SlicedHierarchySketch.of(HierarchySpec(h, branching=b), 3)
+    cases = [
+        (HierarchySketch(HierarchySpec(h, branching=b)), y),
+        (sliced, slice_labels(y, rng.integers(0, 3, n))),
+    ]
+    cuts = [0, 1, 17, 1000, 1001, 4096, n]
+    for sketch, labels in cases:
+        short = sketch.batch_encoding()
+        assert short is not None and short.length < sketch.length
+        clients = np.zeros(n, dtype=np.int64)
+        full = sum(
+            sketch.encode(s[a:z], labels[a:z], clients[a:z]) for a, z in itertools.pairwise(cuts)
+        )
+        leaves = sum(
+            short.encoder(s[a:z], labels[a:z], clients[a:z]) for a, z in itertools.pairwise(cuts)
+        )
+        out = short.expand(leaves)
+        assert out.dtype == np.int64
+        np.testing.assert_array_equal(out, full)
+        np.testing.assert_array_equal(out, sketch.encode(s, labels, clients))
+    assert HierarchySketch(HierarchySpec(h, branching=b), leaves_only=True).batch_encoding() is None

@@ -96,7 +96,9 @@ def bound_contributions(
     if isinstance(fed, Scan):
         if fed.engine == "dask":
             return fed.bounded(
-                partial(seeded_contribution_mask, bound=bound), partial(spawn_seeds, rng)
+                partial(seeded_contribution_mask, bound=bound),
+                partial(spawn_seeds, rng),
+                np.minimum(fed.client_sizes, bound),
             )
         sizes = fed.client_sizes
         return fed.filtered(
@@ -239,12 +241,23 @@ def sum_vectors(
                 # pass over the data (the bounded pass is the costly one: issue 28).
                 total = np.array([fed.n_examples], dtype=np.int64)
             elif isinstance(fed, Scan):
-                total = fed.encode(
-                    _encoder(sketch, groups),
-                    length=sketch.length,
-                    integer=sketch.integer,
-                    reads_clients=groups is not None or sketch.reads_clients,
-                )
+                short = sketch.batch_encoding() if groups is None else None
+                if short is not None:  # a shorter vector per batch, expanded once
+                    total = short.expand(
+                        fed.encode(
+                            short.encoder,
+                            length=short.length,
+                            integer=sketch.integer,
+                            reads_clients=sketch.reads_clients,
+                        )
+                    )
+                else:
+                    total = fed.encode(
+                        _encoder(sketch, groups),
+                        length=sketch.length,
+                        integer=sketch.integer,
+                        reads_clients=groups is not None or sketch.reads_clients,
+                    )
             elif groups is None:
                 total = sketch.encode_clients(fed)
             else:

@@ -13,8 +13,11 @@ Two engines run the same encoder:
   list of files, or a :class:`pyarrow.dataset.Dataset`, read with pyarrow;
 * ``"dask"``: a ``dask.dataframe.DataFrame`` (or a path when a
   ``dask.distributed`` client is active). Every partition is encoded on a
-  worker and only the small vectors travel; the driver sums them, and the
-  release function draws the noise once, on the driver. A client-level
+  worker and only the small vectors travel, summed in a tree on the workers;
+  the release function draws the noise once, on the driver. A frame that is
+  ``read_parquet`` of local files is read on the workers with pyarrow (its
+  row counts come from the footers, as on the arrow engine), so the planning
+  count and the encoding cost one pass together. A client-level
   contribution bound is applied after Dask's shuffle on the client column
   (:meth:`Scan.bounded`), so a client whose rows span several partitions is
   bounded as a whole.
@@ -147,7 +150,12 @@ class Scan:
         """Number of rows (Parquet: from the file metadata, without reading the data)."""
         if "n_examples" not in self._cache:
             if self.engine == "dask":
-                self._cache["n_examples"] = int(self.source.shape[0].compute())
+                pieces = _dask_parquet_pieces(self)
+                self._cache["n_examples"] = (
+                    int(self.source.shape[0].compute())
+                    if pieces is None
+                    else sum(p.rows for p in pieces)
+                )
             else:
                 self._cache["n_examples"] = int(self.source.count_rows())
         return int(self._cache["n_examples"])
@@ -442,6 +450,7 @@ class Scan:
         self,
         mask: Callable[[NDArray[np.int64], NDArray[np.int64], int], NDArray[np.bool_]],
         seeds: Callable[[int], list[int]],
+        client_sizes: NDArray[np.int64] | None = None,
     ) -> Scan:
         """Dask engine: the rows that ``mask`` keeps of every client, after a shuffle.
 
@@ -449,7 +458,9 @@ class Scan:
         column) brings every client's rows into exactly one partition, so ``mask(client_index, offsets, seed)`` (the privacy
         layer's contribution bound, with one seed per partition from
         ``seeds(n_partitions)``) sees whole clients, however the input was
-        partitioned.
+        partitioned. ``client_sizes``, the rows per client that the mask keeps when
+        the caller knows them (a bound B keeps ``min(size, B)``), gives the
+        bounded scan's row count without running the shuffle to count it.
         """
         if self.engine != "dask" or self.client is None:
             raise ValueError("bounded() shuffles a Dask source with a client column")
@@ -479,7 +490,14 @@ class Scan:
             self.progress,
         )
         # The same clients take part; their sizes after the bound are counted if asked.
-        out._cache["clients"] = self._clients().with_sizes(None)
+        if client_sizes is None:
+            out._cache["clients"] = self._clients().with_sizes(None)
+            return out
+        sizes = np.asarray(client_sizes, dtype=np.int64)
+        if sizes.shape != (self.n_clients,):
+            raise ValueError(f"client_sizes has shape {sizes.shape}, expected ({self.n_clients},)")
+        out._cache["clients"] = self._clients().with_sizes(sizes)
+        out._cache["n_examples"] = int(sizes.sum())
         return out
 
     def __repr__(self) -> str:
@@ -951,24 +969,106 @@ def _dask_read(files: list[str], fmt: str, columns: list[str]) -> Any:
     return dd.read_csv(files, usecols=columns)
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """The Parquet rows of one Dask partition: row groups of local files, and their count."""
+
+    files: tuple[tuple[str, tuple[int, ...] | None], ...]
+    rows: int
+
+
+def _dask_parquet_pieces(scan_: Scan) -> list[_Piece] | None:
+    """Per partition, the local Parquet row groups that Dask's ``read_parquet`` reads.
+
+    Only for a frame that is ``dd.read_parquet`` of local files with at most a
+    column projection or a selection of partitions (no filters, no computed
+    column), every scanned column stored in every file. Then a worker can read
+    its partition's columns with pyarrow straight into numpy (as the in-process
+    scan does), and the row counts come from the files' metadata, with no pass
+    over the data. None otherwise (the partitions are read through Dask), or
+    when Dask's plan is not the one understood here: the attributes read are
+    Dask internals, so anything unexpected falls back rather than guesses.
+    Cached on the scan.
+    """
+    if "dask_pieces" in scan_._cache:
+        return scan_._cache["dask_pieces"]
+    pieces: list[_Piece] | None = None
+    with contextlib.suppress(Exception):
+        pieces = _read_parquet_pieces(scan_)
+    scan_._cache["dask_pieces"] = pieces
+    return pieces
+
+
+def _read_parquet_pieces(scan_: Scan) -> list[_Piece] | None:
+    import pyarrow.parquet as pq
+    from dask.dataframe.dask_expr.io.parquet import ReadParquetFSSpec
+    from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
+
+    cols = [scan_.score, scan_.label] + ([scan_.client] if scan_.client is not None else [])
+    expr = scan_.source[cols].optimize().expr
+    if type(expr) is not ReadParquetFSSpec or expr.filters:
+        return None
+    if not isinstance(expr._dataset_info["fs"], LocalFileSystem):
+        return None
+    parts = list(expr._plan["parts"])
+    if expr._filtered:
+        parts = [parts[i] for i in expr._partitions]
+    if len(parts) != int(scan_.source.npartitions):
+        return None
+    metadata: dict[str, Any] = {}
+    out = []
+    for part in parts:
+        files = []
+        rows = 0
+        for item in [part] if isinstance(part, dict) else part:
+            path, groups, filters = item["piece"]
+            if filters:
+                return None
+            path = str(path)
+            if path not in metadata:
+                meta = pq.ParquetFile(path).metadata
+                if any(c not in meta.schema.to_arrow_schema().names for c in cols):
+                    return None  # e.g. a hive partition column: Dask adds it, the file lacks it
+                metadata[path] = meta
+            meta = metadata[path]
+            rg = None if groups is None else tuple(int(g) for g in groups)
+            ids = range(meta.num_row_groups) if rg is None else rg
+            rows += sum(meta.row_group(g).num_rows for g in ids)
+            files.append((path, rg))
+        out.append(_Piece(tuple(files), rows))
+    return out
+
+
 def _dask_encode(
     scan_: Scan, encoder: Encoder, length: int, dtype: Any, reads_clients: bool
 ) -> NDArray[Any]:
     """Encode every partition on the workers and sum the vectors there; return the sum.
 
-    One pass over the partitions. Only an encoder that reads the client index
-    of a source without a client column (the row number) costs a first pass
-    over the partitions' lengths.
+    One pass over the partitions. A partition of local Parquet files
+    (:func:`_dask_parquet_pieces`) is read on its worker with pyarrow, straight
+    into numpy, and its row count (the row number of its first row, when the
+    rows are the clients) is known from the metadata. Otherwise the partitions
+    are Dask's own, and only an encoder that reads the client index of a source
+    without a client column (the row number) costs a first pass over the
+    partitions' lengths.
     """
     import dask
 
     read_ids = reads_clients and scan_.client is not None
     cols = [scan_.score, scan_.label] + ([scan_.client] if read_ids else [])
-    ddf = scan_.source[cols]
-    parts = ddf.to_delayed()
+    pieces = _dask_parquet_pieces(scan_)
+    parts: list[Any]
+    if pieces is not None:
+        parts = pieces
+        sizes: Any = [p.rows for p in pieces]
+    else:
+        ddf = scan_.source[cols]
+        parts = ddf.to_delayed()
+        sizes = None
+        if reads_clients and scan_.client is None:
+            sizes = ddf.map_partitions(len).compute()
     starts: list[int] = [0] * len(parts)
-    if reads_clients and scan_.client is None:
-        sizes = ddf.map_partitions(len).compute()
+    if sizes is not None:
         starts = np.concatenate(([0], np.cumsum(np.asarray(sizes))[:-1])).astype(int).tolist()
     # One graph key for what every task shares (the encoder, the client table),
     # not one copy per task.
@@ -977,18 +1077,37 @@ def _dask_encode(
         scan_.score, scan_.label, scan_.client if read_ids else None, scan_.score_range,
         length, dtype, reads_clients,
     )  # fmt: skip
+    encode = _encode_piece if pieces is not None else _encode_partition
     tasks = [
-        dask.delayed(_encode_partition)(part, k, start, layout, shared)
+        dask.delayed(encode)(part, k, start, layout, shared)
         for k, (part, start) in enumerate(zip(parts, starts, strict=True))
     ]
     if not tasks:
         return np.zeros(length, dtype=dtype)
-    # Summed in a tree on the workers: one vector reaches the driver, not one per partition.
+    # Summed in a tree on the workers: one vector reaches the driver, not one per
+    # partition. Up to _SUM_FAN_IN vectors per task: 30 partitions cost 5 sum tasks
+    # (each ~1 ms of scheduler and worker time, data or not), not 29 pairwise adds.
     while len(tasks) > 1:
-        pairs = [dask.delayed(np.add)(a, b) for a, b in zip(tasks[::2], tasks[1::2], strict=False)]
-        tasks = pairs + ([tasks[-1]] if len(tasks) % 2 else [])
+        tasks = [
+            dask.delayed(_sum_vectors)(*tasks[i : i + _SUM_FAN_IN])
+            if len(tasks[i : i + _SUM_FAN_IN]) > 1
+            else tasks[i]
+            for i in range(0, len(tasks), _SUM_FAN_IN)
+        ]
     (total,) = dask.compute(tasks[0])
     return np.asarray(total, dtype=dtype)
+
+
+#: Vectors summed by one task of the tree that adds the partitions' encodings.
+_SUM_FAN_IN = 8
+
+
+def _sum_vectors(*vectors: NDArray[Any]) -> NDArray[Any]:
+    """Σ of a task's input vectors, in a new array (task results are not to be modified)."""
+    total = vectors[0] + vectors[1]
+    for v in vectors[2:]:
+        total += v
+    return total
 
 
 @dataclass(frozen=True)
@@ -1031,3 +1150,44 @@ def _encode_partition(
     else:
         c = _unread(n)
     return np.asarray(encoder(s, y, c), dtype=layout.dtype)
+
+
+def _encode_piece(
+    piece: _Piece,
+    k: int,
+    start: int,
+    layout: _PartitionLayout,
+    shared: tuple[Encoder, _ClientTable | None],
+) -> NDArray[Any]:
+    """One partition of local Parquet files, read with pyarrow (as the in-process scan does)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    encoder, table = shared
+    cols = [layout.score, layout.label] + ([layout.client] if layout.client is not None else [])
+    total = np.zeros(layout.length, dtype=layout.dtype)
+    first = 0
+    for path, groups in piece.files:
+        where = f"partition {k} ({path})"
+        try:
+            batches = pq.ParquetFile(path).iter_batches(
+                batch_size=_DEFAULT_BATCH, row_groups=groups, columns=cols, use_threads=True
+            )
+            for rb in batches:
+                n = rb.num_rows
+                if n == 0:
+                    continue
+                s = _check_scores(_to_numpy(rb.column(0)), layout.score_range, where, first)
+                y = _check_labels(_to_numpy(rb.column(1)), where, first)
+                if table is not None and layout.client is not None:
+                    values = _to_numpy(rb.column(2))
+                    c = table.index(_client_values(values, where, first, layout.client))
+                elif layout.reads_clients:
+                    c = np.arange(start + first, start + first + n, dtype=np.int64)
+                else:
+                    c = _unread(n)
+                total += np.asarray(encoder(s, y, c), dtype=layout.dtype)
+                first += n
+        except (pa.ArrowException, OSError) as exc:
+            raise ValueError(f"{where} could not be read after row {first}: {exc}") from None
+    return total

@@ -18,6 +18,8 @@ the mechanism that :func:`fedeval.privacy.mechanism_for.mechanism_for` chose.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,7 +32,20 @@ if TYPE_CHECKING:
     from fedeval.aggregation.release import Release
     from fedeval.data import Federation
 
-__all__ = ["Sketch"]
+__all__ = ["BatchEncoding", "Sketch"]
+
+
+@dataclass(frozen=True)
+class BatchEncoding:
+    """A linear batch encoder of ``length`` coordinates and the map of its sum onto the sketch.
+
+    ``expand(Σ_batches encoder(scores, labels, clients))`` equals
+    ``Σ_batches sketch.encode(scores, labels, clients)`` exactly (integers).
+    """
+
+    encoder: Callable[[NDArray[np.float64], NDArray[Any], NDArray[np.int64]], NDArray[Any]]
+    length: int
+    expand: Callable[[NDArray[Any]], NDArray[Any]]
 
 
 class Sketch(ABC):
@@ -142,6 +157,18 @@ class Sketch(ABC):
         """
 
     # ------------------------------------------------------------------ encode
+    def batch_encoding(self) -> BatchEncoding | None:
+        """A shorter linear encoding to sum over the batches of a streamed source.
+
+        None (the default): the batches are encoded with :meth:`encode`. A
+        sketch whose vector is a fixed linear map of a shorter one (the
+        hierarchy's levels are sums of its leaves) returns that shorter
+        encoder and the map, applied once to the sum: integer sums, so the
+        result is exactly the sum of :meth:`encode` over the batches, and every
+        batch (or Dask partition) adds and sends the shorter vector only.
+        """
+        return None
+
     @abstractmethod
     def encode(
         self,

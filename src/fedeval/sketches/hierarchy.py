@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from fedeval.privacy.guarantee import Neighbouring, PrivacyUnit
 from fedeval.privacy.sensitivity import Layout, Part, Sensitivity, one_cell_per_part
-from fedeval.sketches.base import Sketch
+from fedeval.sketches.base import BatchEncoding, Sketch
 from fedeval.sketches.grid import UniformGrid, bin_keys, chunked_bincount, count_bins
 from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 from fedeval.sketches.tree import Tree, sum_children
@@ -290,6 +290,21 @@ class HierarchySketch(Sketch):
         )
 
     # ---------------------------------------------------------------- encode
+    def batch_encoding(self) -> BatchEncoding | None:
+        """Streamed: every batch counts its leaves only; the levels are summed up once.
+
+        Exact (integer sums of the leaves), and a batch's vector is the leaves,
+        about half the all-levels vector, with no per-batch summing up the tree.
+        """
+        if self.leaves_only:
+            return None
+        s = self.spec
+        return BatchEncoding(
+            partial(_count_leaves, s.grid, s.n_classes),
+            s.n_classes * s.grid.n_bins,
+            lambda leaves: s._flatten_from_leaves(leaves.reshape(s.n_classes, -1)),
+        )
+
     def encode(
         self,
         scores: NDArray[np.float64],
@@ -381,3 +396,14 @@ class HierarchySketch(Sketch):
             node_sampling_variance=sampling,
             part_fractions=fractions,
         )
+
+
+def _count_leaves(
+    grid: UniformGrid,
+    n_classes: int,
+    scores: NDArray[np.float64],
+    labels: NDArray[np.int64],
+    clients: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """A batch's leaf counts, class-major (a module function: it is pickled to Dask workers)."""
+    return count_bins(grid, scores, labels, n_classes)[0].ravel()
