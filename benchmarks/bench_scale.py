@@ -462,9 +462,13 @@ def run_step_for_peak(step: str, path: Path, height: int, bound: int) -> float:
 def case_g(n_clients: int, height: int | None, repeats: int) -> dict[str, Any]:
     """The faithful path (every client's encoder and Pólya share), one example per client.
 
-    Floors in the same process: the fast path, and drawing every client's share
-    alone (in blocks of 2^21 cells, as the faithful path does), the work the
-    faithful path cannot avoid with the sampler it is given.
+    Floors in the same process: the fast path; drawing every client's share
+    alone, in blocks of 2^21 cells as the faithful path does (``shares_only``:
+    ``shares_sum`` per block, the sampler the faithful path uses, which draws a
+    block's shares as compound-Poisson jumps), the work the faithful path
+    cannot avoid with that sampler; and the same blocks drawn cell by cell
+    (``shares_cellwise``: numpy's negative binomial per cell, the sampler the
+    faithful path used before issue 28's jump sampler).
     """
     import fedeval as fe
     from fedeval.privacy.mechanism_for import mechanism_for
@@ -482,6 +486,11 @@ def case_g(n_clients: int, height: int | None, repeats: int) -> dict[str, Any]:
     def shares_only() -> None:
         gen = np.random.default_rng(0)
         for lo in range(0, n_clients, per_block):
+            noise.shares_sum(min(per_block, n_clients - lo), size, gen)
+
+    def shares_cellwise() -> None:
+        gen = np.random.default_rng(0)
+        for lo in range(0, n_clients, per_block):
             noise.share(min(per_block, n_clients - lo) * size, gen)
 
     def run(path: str) -> Callable[[], None]:
@@ -489,7 +498,12 @@ def case_g(n_clients: int, height: int | None, repeats: int) -> dict[str, Any]:
             fe.evaluate(fed, fe.DistributedDP(1.0), path=path, rng=0, height=h)
         )
 
-    steps = {"case": run("faithful"), "shares_only": shares_only, "fast_path": run("fast")}
+    steps = {
+        "case": run("faithful"),
+        "shares_only": shares_only,
+        "fast_path": run("fast"),
+        "shares_cellwise": shares_cellwise,
+    }
     out: dict[str, Any] = {"height": h, "noise_size": size, "n_clients": n_clients}
     out.update(interleaved(steps, max(repeats, 3)))
     out["clients_per_minute"] = [n_clients / t * 60.0 for t in out["case_all_s"]]
@@ -655,6 +669,13 @@ def report(row: dict[str, Any]) -> str:
             f"(target ≥ {CLIENTS_PER_MINUTE_G:,.0f}) {ok_g}; "
             f"{row['case_s'] / row['fast_path_s']:.1f}× the fast path"
             f"{spread(row, 'case', 'fast_path')}"
+        )
+        cellwise = row["shares_cellwise_s"]
+        lines[0] += (
+            f"\n      the same shares drawn cell by cell (the former sampler): {cellwise:.3f} s, "
+            f"{row['n_clients'] / cellwise * 60.0:,.0f} clients per minute at best; "
+            f"the faithful path takes {row['case_s'] / cellwise:.3f}× that"
+            f"{spread(row, 'case', 'shares_cellwise')}"
         )
     extra = {
         k: v

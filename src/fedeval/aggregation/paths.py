@@ -6,8 +6,12 @@
   apps call exactly these two client functions, one client each; in process
   the same work is done for blocks of clients at once (their encodings summed,
   every client's share or report still its own independent draw, all drawn
-  from the release's generator), so the cost is the draws themselves,
-  O(clients × vector length), not a Python loop over the clients.
+  from the release's generator), so the cost is the draws themselves, not a
+  Python loop over the clients. A block's Pólya or Skellam shares are drawn as
+  their compound-Poisson jumps (:meth:`AdditiveNoise.shares_sum
+  <fedeval.privacy.noise.AdditiveNoise.shares_sum>`): O(jumps), about
+  2·length·(−log(1 − α)) for the whole federation, instead of O(clients ×
+  vector length); reports (local DP) still cost O(clients × part length).
 * ``path="fast"`` is *exact in distribution*. A linear encoding of all
   examples is the sum of the clients' encodings (one ``np.bincount``), and the
   sum of the noise is drawn directly (n Pólya shares sum to one discrete
@@ -185,18 +189,18 @@ def _add_own_noise(
     """``vec`` (the sum of these clients' encodings) plus every client's own noise.
 
     Each client's share (or its own noise on its own coordinates) is an
-    independent draw; all of them come from one call. The noise variables map
-    onto the coordinates linearly (``noise_to_values``, which the fast path
-    relies on too), so the map of the shares' sum is the sum of their maps.
+    independent draw; all of them come from one call (``shares_sum``; one
+    client's share is ``share`` itself, what a deployed client draws). The
+    noise variables map onto the coordinates linearly (``noise_to_values``,
+    which the fast path relies on too), so the map of the shares' sum is the
+    sum of their maps.
     """
     noise = mechanism.noise
     if noise is None:
         return vec
     if mechanism.placement == "shares":
-        size = sketch.noise_size
-        shares = noise.share(len(clients) * size, rng)
-        assert shares is not None
-        summed = shares if len(clients) == 1 else shares.reshape(len(clients), size).sum(axis=0)
+        summed = noise.shares_sum(len(clients), sketch.noise_size, rng)
+        assert summed is not None
         vec += sketch.noise_to_values(summed).astype(vec.dtype, copy=False)
     elif mechanism.placement == "owner":
         coords = np.concatenate([sketch.owned_coordinates(int(i)) for i in clients])

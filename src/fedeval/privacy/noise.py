@@ -70,6 +70,17 @@ class AdditiveNoise(ABC):
         """Noise the aggregator adds once; None when it adds none."""
         return None
 
+    def shares_sum(self, n_shares: int, size: int, rng: np.random.Generator) -> NDArray[Any] | None:
+        """Σ of ``n_shares`` shares, every one drawn on its own (a block of clients).
+
+        One share is exactly :meth:`share`; share samplers may draw a block
+        more cheaply in the same law (as jumps: Pólya, Skellam).
+        """
+        shares = self.share(n_shares * size, rng)
+        if shares is None or n_shares == 1:
+            return shares
+        return shares.reshape(n_shares, size).sum(axis=0)
+
     @abstractmethod
     def total(self, size: int, rng: np.random.Generator, n_received: int) -> NDArray[Any]:
         """Σ of ``n_received`` shares plus the aggregator's noise, drawn directly."""
@@ -103,6 +114,9 @@ class PolyaShareNoise(AdditiveNoise):
 
     def share(self, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
         return self.shares.sample_share(size, rng)
+
+    def shares_sum(self, n_shares: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        return self.shares.sample_shares_sum(n_shares, size, rng)
 
     def total(self, size: int, rng: np.random.Generator, n_received: int) -> NDArray[np.int64]:
         return self.shares.sample_sum(size, rng, n_received=n_received)
@@ -148,6 +162,9 @@ class SkellamShareNoise(AdditiveNoise):
 
     def share(self, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
         return self.shares.sample_share(size, rng)
+
+    def shares_sum(self, n_shares: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
+        return self.shares.sample_shares_sum(n_shares, size, rng)
 
     def total(self, size: int, rng: np.random.Generator, n_received: int) -> NDArray[np.int64]:
         mu = self.shares.share_mu * n_received

@@ -35,6 +35,11 @@ from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
 from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
 from fedeval.privacy.mechanisms.exact_sampling import sample_discrete_laplace_exact
 from fedeval.privacy.mechanisms.laplace import DiscreteLaplace
+from fedeval.privacy.mechanisms.share_jumps import (
+    SPARSE_JUMPS_PER_CELL,
+    ShareJumps,
+    difference_jumps,
+)
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_epsilon, check_int_at_least
 
@@ -275,6 +280,47 @@ class PolyaShares:
             sampler, whose law is the Pólya law only up to rounding.
         """
         return self._sample_difference(self.shape, as_size(size), as_generator(rng))
+
+    @property
+    def jump_rate(self) -> float:
+        """λ = −(1/m)·log(1 − α): one share side is Poisson(λ) Logarithmic(α) jumps."""
+        return -self.shape * math.log1p(-self.alpha)
+
+    def sample_share_jumps(self, n_shares: int, size: int, rng: RNGLike = None) -> ShareJumps:
+        """``n_shares`` independent shares of length ``size``, drawn as their jumps.
+
+        The same law as ``sample_share((n_shares, size))``: every entry is its
+        own Pólya(1/m, α) − Pólya(1/m, α) draw, the Pólya variables written as
+        compound Poisson sums of logarithmic jumps
+        (:mod:`~fedeval.privacy.mechanisms.share_jumps`). Costs O(expected
+        jumps) = O(n_shares·size·2λ), not O(n_shares·size).
+        """
+        n = check_int_at_least(n_shares, 0, name="n_shares")
+        d = check_int_at_least(size, 0, name="size")
+        return difference_jumps(n, d, self.jump_rate, as_generator(rng), self.alpha)
+
+    def sample_shares_sum(self, n_shares: int, size: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        """Σ of ``n_shares`` independent shares, each drawn on its own (faithful path).
+
+        One share (a deployed client's) is :meth:`sample_share`, draw for draw.
+        For a block of shares: as their jumps (:meth:`sample_share_jumps`) when
+        a cell expects at most ``SPARSE_JUMPS_PER_CELL`` jumps and the shape is
+        below 1, else every share drawn by :meth:`sample_share` and summed (the
+        draws the faithful path made before). Both give the law of n i.i.d.
+        shares; neither draws their sum directly (that is :meth:`sample_sum`).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (size,)
+        """
+        n = check_int_at_least(n_shares, 1, name="n_shares")
+        d = check_int_at_least(size, 0, name="size")
+        gen = as_generator(rng)
+        if n == 1:
+            return self.sample_share(d, gen)
+        if self.shape < 1.0 and 2.0 * self.jump_rate <= SPARSE_JUMPS_PER_CELL:
+            return self.sample_share_jumps(n, d, gen).summed()
+        return self.sample_share((n, d), gen).sum(axis=0)
 
     def sample_sum(
         self, size: Size = 1, rng: RNGLike = None, *, n_received: int | None = None

@@ -27,6 +27,11 @@ from numpy.typing import NDArray
 from fedeval.privacy.accounting import rdp_to_approx_dp
 from fedeval.privacy.guarantee import Guarantee, PrivacyUnit
 from fedeval.privacy.mechanisms.common import Size, as_size, check_unit
+from fedeval.privacy.mechanisms.share_jumps import (
+    SPARSE_JUMPS_PER_CELL,
+    ShareJumps,
+    difference_jumps,
+)
 from fedeval.randomness import RNGLike, as_generator
 from fedeval.validation import check_delta, check_epsilon, check_int_at_least, check_positive
 
@@ -219,6 +224,34 @@ class SkellamShares:
     def sample_share(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.int64]:
         """One client's share, Poisson(μ/n) - Poisson(μ/n), shape ``size``."""
         return self._sample(self.share_mu, as_size(size), as_generator(rng))
+
+    def sample_share_jumps(self, n_shares: int, size: int, rng: RNGLike = None) -> ShareJumps:
+        """``n_shares`` independent shares of length ``size``, drawn as their ±1 jumps.
+
+        The same law as ``sample_share((n_shares, size))``: each side of every
+        entry is a Poisson(μ/n) count of unit jumps
+        (:mod:`~fedeval.privacy.mechanisms.share_jumps`).
+        """
+        n = check_int_at_least(n_shares, 0, name="n_shares")
+        d = check_int_at_least(size, 0, name="size")
+        return difference_jumps(n, d, self.share_mu, as_generator(rng), None)
+
+    def sample_shares_sum(self, n_shares: int, size: int, rng: RNGLike = None) -> NDArray[np.int64]:
+        """Σ of ``n_shares`` independent shares, each drawn on its own (faithful path).
+
+        One share is :meth:`sample_share`, draw for draw; a block is drawn as
+        its jumps when a cell expects at most ``SPARSE_JUMPS_PER_CELL`` of them,
+        else share by share (see :meth:`PolyaShares.sample_shares_sum
+        <fedeval.privacy.mechanisms.polya.PolyaShares.sample_shares_sum>`).
+        """
+        n = check_int_at_least(n_shares, 1, name="n_shares")
+        d = check_int_at_least(size, 0, name="size")
+        gen = as_generator(rng)
+        if n == 1:
+            return self.sample_share(d, gen)
+        if 2.0 * self.share_mu <= SPARSE_JUMPS_PER_CELL:
+            return self.sample_share_jumps(n, d, gen).summed()
+        return self.sample_share((n, d), gen).sum(axis=0)
 
     def sample_sum(self, size: Size = 1, rng: RNGLike = None) -> NDArray[np.int64]:
         """The sum of all n shares drawn directly: Poisson(μ) - Poisson(μ) (exact)."""
