@@ -123,18 +123,20 @@ class StreamedBound:
         rank8 = rank.astype(np.uint8)
         by_rank = np.argsort(rank8, kind="stable")
         ends = np.cumsum(np.bincount(rank8, minlength=1)[1:])
+        pos = pos[by_rank]
         return _Grouped(
             clients.shape[0],
             rows,
             order,
-            starts,
+            order[starts],
             owner[starts],
             heavy,
             heavy_rows,
             light,
-            pos[by_rank],
+            order[pos],
             group[by_rank],
             ends,
+            starts if heavy.size else None,
         )
 
     def __call__(self, batch: _Grouped | NDArray[np.int64]) -> NDArray[np.bool_]:
@@ -144,35 +146,33 @@ class StreamedBound:
             return np.ones(b.n_rows, dtype=bool)
         # (rows unseen << 32) | slots left, of every group's client, updated row by row
         state = self.state[b.who]
-        taken = np.empty(b.order.shape[0], dtype=bool)  # in grouped order
+        keep_sub = np.empty(b.order.shape[0], dtype=bool)
         # Algorithm S: the first rows of the light groups, then their second rows, ...
         if b.light is None:
             take = self._below(state << _HALF, state >> _HALF)
-            taken[b.starts] = take
+            keep_sub[b.first_rows] = take
             state -= take
             state -= _ONE_ROW
         else:
             g = b.light
             st = state[g]
             take = self._below(st << _HALF, st >> _HALF)
-            taken[b.starts[g]] = take
+            keep_sub[b.first_rows[g]] = take
             state[g] = st - take - _ONE_ROW
         begin = 0
         for end in b.level_ends.tolist():
             g = b.level_group[begin:end]
             st = state[g]
             take = self._below(st << _HALF, st >> _HALF)
-            taken[b.level_pos[begin:end]] = take
+            keep_sub[b.level_rows[begin:end]] = take
             state[g] = st - take - _ONE_ROW
             begin = end
         if b.heavy.size:
-            self._in_blocks(b, state, taken)
+            self._in_blocks(b, state, keep_sub)
         # a row decided with no unseen row left makes the high half negative
         if state.min() < 0:
             raise ValueError("a client has more rows than counted: the data changed between passes")
         self.state[b.who] = state
-        keep_sub = np.empty(b.order.shape[0], dtype=bool)
-        keep_sub[b.order] = taken
         if b.rows is None:
             return keep_sub
         keep = np.ones(b.n_rows, dtype=bool)
@@ -208,11 +208,12 @@ class StreamedBound:
         words: NDArray[np.uint32] = raw.view(np.uint32)[:n]
         return words
 
-    def _in_blocks(self, b: _Grouped, state: NDArray[np.int64], taken: NDArray[np.bool_]) -> None:
+    def _in_blocks(self, b: _Grouped, state: NDArray[np.int64], keep: NDArray[np.bool_]) -> None:
         """Groups with many rows in this batch: how many stay, then which (a random order).
 
-        Their ``state`` (unseen rows, slots left) and ``taken`` are updated in place.
+        Their ``state`` (unseen rows, slots left) and rows of ``keep`` are updated in place.
         """
+        assert b.starts is not None
         g, r = b.heavy, b.heavy_rows
         st = state[g]
         s, u = st & _LOW, st >> _HALF
@@ -226,7 +227,7 @@ class StreamedBound:
         _, regroup = grouped(np.repeat(np.arange(g.size), r)[shuffle], g.size)
         member = member[shuffle][regroup]
         rank = np.arange(member.size) - np.repeat(begin, r)
-        taken[member] = rank < np.repeat(k, r)
+        keep[b.order[member]] = rank < np.repeat(k, r)
 
 
 class _Grouped(NamedTuple):
@@ -235,14 +236,15 @@ class _Grouped(NamedTuple):
     n_rows: int
     rows: NDArray[np.intp] | None  # None: every row of the batch
     order: NDArray[np.intp]  # rows[order] are grouped by client, in stream order
-    starts: NDArray[np.intp]  # where every client's group begins
+    first_rows: NDArray[np.intp]  # the first row of every group (an index into rows)
     who: NDArray[np.int64]  # the client of every group
     heavy: NDArray[np.intp]  # groups decided as one block (more than _ROW_BY_ROW rows)
     heavy_rows: NDArray[np.int64]  # the rows of each
     light: NDArray[np.intp] | None  # groups decided row by row (None: all)
-    level_pos: NDArray[np.intp]  # later rows of light groups (grouped positions), by rank
+    level_rows: NDArray[np.intp]  # later rows of light groups (indices into rows), by rank
     level_group: NDArray[np.intp]  # the group of each
-    level_ends: NDArray[np.int64]  # where the rows of rank 1, 2, ... end in level_pos
+    level_ends: NDArray[np.int64]  # where the rows of rank 1, 2, ... end in level_rows
+    starts: NDArray[np.intp] | None  # where every group begins in order (with heavy groups)
 
 
 def _ranges(starts: NDArray[np.intp], lengths: NDArray[np.int64]) -> NDArray[np.intp]:
