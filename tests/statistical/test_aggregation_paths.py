@@ -572,6 +572,7 @@ def _streamed_keeps(
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("small_clients", [0, 60])
 def test_streamed_bound_marginals_and_pairs_match_the_closed_form(small_clients: int) -> None:
     """The law of the streamed bound (issue 28 rewrote its per-batch steps, so the rows
