@@ -305,6 +305,40 @@ def test_a_binding_client_bound_stays_streamed(
     assert abs(ev.tree.totals().sum() - 30 * 40) < 30
 
 
+@pytest.mark.parametrize("spacing", [1, 2, 3])
+def test_a_bound_keyed_by_id_keeps_the_rows_of_the_dense_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spacing: int
+) -> None:
+    """Issue 28: the streamed bound reads small integer ids as its keys (no lookup table
+    per row) when the presence table is at most twice the number of clients. The id
+    order is the dense order, so the same seed keeps exactly the same rows as keying by
+    the dense index: ids 0..K-1 (spacing 1), every second id (2: keyed by id, zeros in
+    between), every third (3: the table is too sparse, the dense index is used)."""
+    import sys
+
+    from fedeval.aggregation.paths import bound_contributions
+
+    s, y, c = _data(6000, 40)
+    d = _write_parts(tmp_path, s, y, c * spacing)
+    table_type = sys.modules["fedeval.data.scan"]._ClientTable
+
+    def kept(src: Any) -> tuple[Any, Any]:
+        bounded = bound_contributions(src, 30, np.random.default_rng(4))
+        parts = list(bounded.batches())  # type: ignore[union-attr]
+        return (
+            np.concatenate([b.scores for b in parts]),
+            np.concatenate([b.clients for b in parts]),
+        )
+
+    by_id = kept(fe.scan(d, client="client", batch_size=300, progress=False))
+    monkeypatch.setattr(table_type, "filter_keys", table_type.index)
+    monkeypatch.setattr(table_type, "filter_sizes", lambda self, sizes: sizes)
+    dense = kept(fe.scan(d, client="client", batch_size=300, progress=False))
+    np.testing.assert_array_equal(by_id[0], dense[0])
+    np.testing.assert_array_equal(by_id[1], dense[1])
+    assert np.bincount(by_id[1], minlength=40).max() == 30
+
+
 def _refuse(*args: object, **kwargs: object) -> None:
     raise AssertionError("read into memory")
 

@@ -16,6 +16,7 @@ Tolerances
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -615,3 +616,74 @@ def test_client_vector_draws_what_it_drew_before() -> None:
     own = restrict(mech.noise, coords).server(coords.size, np.random.default_rng(6))
     expected[coords] += own
     np.testing.assert_array_equal(got, expected)
+
+
+def _streamed_keeps(
+    clients: np.ndarray, batches: list[slice], bound: int, r_draws: int
+) -> np.ndarray:
+    """Rows kept by :class:`StreamedBound` over ``batches``, one row of the result per seed."""
+    from fedeval.aggregation.streamed_bound import StreamedBound
+
+    sizes = np.bincount(clients)
+    out = np.empty((r_draws, clients.size), dtype=bool)
+    for seed in range(r_draws):
+        bounder = StreamedBound(sizes, bound, seed)
+        out[seed] = np.concatenate([bounder(clients[b]) for b in batches])
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("small_clients", [0, 60])
+def test_streamed_bound_marginals_and_pairs_match_the_closed_form(small_clients: int) -> None:
+    """The law of the streamed bound (issue 28 rewrote its per-batch steps, so the rows
+    kept for a seed changed): over R seeds, every client keeps exactly min(B, n_c)
+    rows; a row is kept with probability min(B, n_c)/n_c and two rows of one client
+    with probability B(B-1)/(n_c(n_c-1)) (n_c > B), wherever the rows lie.
+
+    A small federation in three "files" of batches, rows in a random order: clients
+    of 2, 4, 5, 7, 9 and 12 rows spread over the files (one or two rows per batch:
+    decided a rank at a time), a client of 20 rows with 18 in one batch (a block),
+    and, in the second case, 60 clients at or below the bound (their rows are set
+    aside before grouping). Every kept-row and kept-pair count is Binomial(R, p);
+    its two-sided tail beyond the observed count must exceed 1e-4 / (number of
+    counts) (Bonferroni: the family fails with probability below 1e-4).
+    """
+    bound, r_draws = 3, 2000
+    gen = np.random.default_rng(2028)
+    spread = np.repeat(np.arange(7), [2, 4, 5, 7, 9, 12, 2])  # client 6 has 20 rows: 2 here
+    spread = np.concatenate(
+        [spread, np.repeat(np.arange(7, 7 + small_clients), 1 + np.arange(small_clients) % 3)]
+    )
+    spread = spread[gen.permutation(spread.size)]
+    half = spread.size // 2
+    clients = np.concatenate([spread[:half], np.full(18, 6), spread[half:]])
+    # three files of batches of 5 rows, the 18-row run inside one batch of 20
+    cuts = sorted(
+        {*range(0, half - 1, 5), half - 1, half + 19, *range(half + 19, clients.size, 5)}
+        | {clients.size}
+    )
+    batches = [slice(a, b) for a, b in itertools.pairwise(cuts)]
+    sizes = np.bincount(clients)
+
+    from fedeval.aggregation.streamed_bound import StreamedBound
+
+    assert (StreamedBound(sizes, bound, 0).over is None) == (small_clients == 0)
+    keeps = _streamed_keeps(clients, batches, bound, r_draws)
+
+    kept_per_client = np.stack([np.bincount(clients[k], minlength=sizes.size) for k in keeps])
+    assert (kept_per_client == np.minimum(sizes, bound)).all()
+    counts, probs = [], []
+    for c in np.flatnonzero(sizes > bound):
+        n, rows = int(sizes[c]), np.flatnonzero(clients == c)
+        counts += keeps[:, rows].sum(axis=0).tolist()
+        probs += [bound / n] * n
+        both = keeps[:, rows][:, :, None] & keeps[:, rows][:, None, :]
+        upper = np.triu_indices(n, 1)
+        counts += both.sum(axis=0)[upper].tolist()
+        probs += [bound * (bound - 1) / (n * (n - 1))] * len(upper[0])
+    counts_a, probs_a = np.array(counts), np.array(probs)
+    tail = 2 * np.minimum(
+        stats.binom.cdf(counts_a, r_draws, probs_a), stats.binom.sf(counts_a - 1, r_draws, probs_a)
+    )
+    assert tail.min() > 1e-4 / counts_a.size, (tail.argmin(), counts_a[tail.argmin()])
+    assert keeps[:, sizes[clients] <= bound].all()

@@ -106,7 +106,7 @@ def bound_contributions(
             )
         sizes = fed.client_sizes
         return fed.filtered(
-            partial(StreamedBound, sizes, bound, uniform_seed(rng)), np.minimum(sizes, bound)
+            partial(StreamedBound, bound=bound, seed=uniform_seed(rng)), np.minimum(sizes, bound)
         )
     keep = contribution_mask(fed.client_index, fed.offsets, bound, rng)
     return fed.keep_rows(keep)

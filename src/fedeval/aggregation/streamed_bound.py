@@ -57,11 +57,18 @@ class StreamedBound:
     (s − k)-subset of the u − r rows still to come, so the same step applies
     to every later batch. A client's few rows in a batch are taken one at a
     time (the step with r = 1: the row stays with probability s/u, drawn as an
-    integer uniform on {0, ..., u − 1} being below s, which is certain when
-    s = 0 or s = u), the first rows of all clients at once, then the second
-    rows, and so on. Many rows (more than 16) are taken as one step: the
-    count is drawn, and the rows are put in a uniformly random order (one
-    permutation, then a stable grouping), whose first k stay.
+    integer uniform on {0, ..., u − 1} being below s, by Lemire's exact
+    multiply-and-reject on one 32-bit word, certain when s = 0 or s = u): the
+    first rows of all clients at once, then the second rows, and so on. Many
+    rows (more than 16) are taken as one step: the count is drawn, and the
+    rows are put in a uniformly random order (one permutation, then a stable
+    grouping), whose first k stay.
+
+    The batch is grouped by client once (:meth:`prepare`: one sort of packed
+    ``client << bits | row`` keys, in the reader thread); the decisions then
+    read and write the clients' packed states ``(unseen << 32) | slots`` in
+    ascending client order, and every rank after the first is a short
+    vectorised step on the rows that have it.
     """
 
     def __init__(self, sizes: NDArray[np.int64], bound: int, seed: int) -> None:
@@ -88,96 +95,139 @@ class StreamedBound:
         """
         rows = None if self.over is None else np.flatnonzero(self.over[clients])
         sub = clients if rows is None else clients[rows]
+        m = sub.shape[0]
         owner, order = grouped(sub, self.n_clients)
-        starts = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
-        here = np.diff(np.append(starts, owner.size))
-        heavy = np.flatnonzero(here > _ROW_BY_ROW)
-        light = None if heavy.size == 0 else np.flatnonzero(here <= _ROW_BY_ROW)
-        more = np.flatnonzero((here > 1) & (here <= _ROW_BY_ROW))
-        # by decreasing rows here (a counting sort: at most _ROW_BY_ROW fit in a byte),
-        # so that the clients with a t-th row are a prefix
-        more = more[np.argsort((_ROW_BY_ROW - here[more]).astype(np.uint8), kind="stable")]
-        with_row = more.size - np.cumsum(np.bincount(here[more], minlength=2))
+        first = np.empty(m, dtype=bool)
+        first[:1] = True
+        np.not_equal(owner[1:], owner[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        group_of = np.cumsum(first, dtype=np.int32)
+        # The later rows (rank >= 1 in their group), their group and rank
+        pos = np.flatnonzero(np.logical_not(first, out=first))
+        group = group_of[pos].astype(np.intp)
+        group -= 1
+        rank = pos - starts[group]
+        heavy = np.unique(group[rank >= _ROW_BY_ROW])
+        light = None
+        heavy_rows = np.zeros(0, dtype=np.int64)
+        if heavy.size:
+            light_group = np.ones(starts.shape[0], dtype=bool)
+            light_group[heavy] = False
+            light = np.flatnonzero(light_group)
+            heavy_rows = np.append(starts, m)[heavy + 1] - starts[heavy]
+            later_light = light_group[group]
+            pos, group, rank = pos[later_light], group[later_light], rank[later_light]
+        # by rank (a counting sort: ranks below _ROW_BY_ROW fit in a byte), then in
+        # stream order: a group has at most one row of each rank, so a rank's
+        # decisions are one vectorised step
+        rank8 = rank.astype(np.uint8)
+        by_rank = np.argsort(rank8, kind="stable")
+        ends = np.cumsum(np.bincount(rank8, minlength=1)[1:])
+        pos = pos[by_rank]
         return _Grouped(
-            clients.shape[0], rows, order, starts, owner[starts], here, heavy, light, more, with_row
+            clients.shape[0],
+            rows,
+            order,
+            order[starts],
+            owner[starts],
+            heavy,
+            heavy_rows,
+            light,
+            order[pos],
+            group[by_rank],
+            ends,
+            starts if heavy.size else None,
         )
 
     def __call__(self, batch: _Grouped | NDArray[np.int64]) -> NDArray[np.bool_]:
         """The rows to keep of the next batch (its clients, or :meth:`prepare` of them)."""
         b = batch if isinstance(batch, _Grouped) else self.prepare(batch)
-        keep = np.ones(b.n_rows, dtype=bool)
         if b.who.size == 0:
-            return keep
+            return np.ones(b.n_rows, dtype=bool)
+        # (rows unseen << 32) | slots left, of every group's client, updated row by row
         state = self.state[b.who]
-        unseen, slots = state >> _HALF, state & _LOW
-        if np.any(b.here > unseen):
+        keep_sub = np.empty(b.order.shape[0], dtype=bool)
+        # Algorithm S: the first rows of the light groups, then their second rows, ...
+        if b.light is None:
+            take = self._below(state << _HALF, state >> _HALF)
+            keep_sub[b.first_rows] = take
+            state -= take
+            state -= _ONE_ROW
+        else:
+            g = b.light
+            st = state[g]
+            take = self._below(st << _HALF, st >> _HALF)
+            keep_sub[b.first_rows[g]] = take
+            state[g] = st - take - _ONE_ROW
+        begin = 0
+        for end in b.level_ends.tolist():
+            g = b.level_group[begin:end]
+            st = state[g]
+            take = self._below(st << _HALF, st >> _HALF)
+            keep_sub[b.level_rows[begin:end]] = take
+            state[g] = st - take - _ONE_ROW
+            begin = end
+        if b.heavy.size:
+            self._in_blocks(b, state, keep_sub)
+        # a row decided with no unseen row left makes the high half negative
+        if state.min() < 0:
             raise ValueError("a client has more rows than counted: the data changed between passes")
-        after = slots.copy()  # slots left after this batch
-        lost = self._in_blocks(b.heavy, b.starts, b.here, unseen, after)
-        lost += self._row_by_row(b, unseen, after)
-        gone = b.order[np.concatenate(lost)]
-        keep[gone if b.rows is None else b.rows[gone]] = False
-        self.state[b.who] = ((unseen - b.here) << _HALF) | after
+        self.state[b.who] = state
+        if b.rows is None:
+            return keep_sub
+        keep = np.ones(b.n_rows, dtype=bool)
+        keep[b.rows] = keep_sub
         return keep
 
-    def _row_by_row(
-        self, b: _Grouped, unseen: NDArray[np.int64], after: NDArray[np.int64]
-    ) -> list[NDArray[np.intp]]:
-        """Algorithm S on the light clients' rows, a rank at a time.
+    def _below(self, s_high: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Whether an integer uniform on {0, ..., u − 1} is below s, for every pair.
 
-        The first rows of all of them are decided together (each stays with
-        probability slots/unseen, certain when no slot is left or every
-        unseen row must stay), then the second rows of those that have one,
-        and so on. ``after`` holds the slots left and is updated in place.
+        Takes ``s << 32`` and u, with 0 <= s <= u < 2^31 (u = 0 gives False).
+        Lemire's multiply-and-reject on 32-bit words: with x uniform on
+        {0, ..., 2^32 − 1}, ``x·u >> 32`` is uniform on {0, ..., u − 1} once the
+        words whose low half ``x·u mod 2^32`` falls below ``2^32 mod u`` are drawn
+        again; it is below s when ``x·u < s·2^32``. Exact, with a word per row (a
+        row is drawn again with probability below u / 2^32).
         """
-        light = b.light
-        if light is None:
-            take = self._below(after, unseen)
-            lost = [b.starts[~take]]
-            after -= take
-        else:
-            s = after[light]
-            take = self._below(s, unseen[light])
-            lost = [b.starts[light][~take]]
-            after[light] = s - take
-        more = b.more
-        if more.size:
-            pos, u, s = b.starts[more], unseen[more] - 1, after[more]
-            for t in range(1, b.with_row.size - 1):
-                k = b.with_row[t]
-                take = self._below(s[:k], u[:k])
-                lost.append(pos[:k][~take] + t)
-                s[:k] -= take
-                u[:k] -= 1
-            after[more] = s
-        return lost
-
-    def _below(self, s: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """Whether an integer uniform on {0, ..., u − 1} is below s, for every pair (u >= 1)."""
-        below: NDArray[np.bool_] = self.rng.integers(0, u) < s
+        m = np.multiply(self._words(s_high.shape[0]), u, dtype=np.int64)
+        below: NDArray[np.bool_] = m < s_high
+        m &= _LOW
+        redo = np.flatnonzero(m < u)  # only these can fall below 2^32 mod u (< u)
+        while redo.size:
+            redo = redo[m[redo] < (1 << _HALF) % u[redo]]
+            if redo.size == 0:
+                break
+            again = np.multiply(self._words(redo.size), u[redo], dtype=np.int64)
+            below[redo] = again < s_high[redo]
+            m[redo] = again & _LOW
         return below
 
-    def _in_blocks(
-        self,
-        g: NDArray[np.intp],
-        starts: NDArray[np.intp],
-        here: NDArray[np.int64],
-        unseen: NDArray[np.int64],
-        after: NDArray[np.int64],
-    ) -> list[NDArray[np.intp]]:
-        """Clients with many rows in this batch: how many stay, then which (a random order)."""
-        if g.size == 0:
-            return []
-        s, u, r = after[g], unseen[g], here[g]
+    def _words(self, n: int) -> NDArray[np.uint32]:
+        """``n`` independent integers uniform on {0, ..., 2^32 − 1}."""
+        raw = self.rng.bit_generator.random_raw((n + 1) // 2)
+        words: NDArray[np.uint32] = raw.view(np.uint32)[:n]
+        return words
+
+    def _in_blocks(self, b: _Grouped, state: NDArray[np.int64], keep: NDArray[np.bool_]) -> None:
+        """Groups with many rows in this batch: how many stay, then which (a random order).
+
+        Their ``state`` (unseen rows, slots left) and rows of ``keep`` are updated in place.
+        """
+        assert b.starts is not None
+        g, r = b.heavy, b.heavy_rows
+        st = state[g]
+        s, u = st & _LOW, st >> _HALF
+        if np.any(r > u):
+            raise ValueError("a client has more rows than counted: the data changed between passes")
         k = self.rng.hypergeometric(s, u - s, r)
-        after[g] = s - k
+        state[g] = st - k - (r << _HALF)
         begin = np.cumsum(r) - r
-        member = _ranges(starts[g], r)
+        member = _ranges(b.starts[g], r)
         shuffle = self.rng.permutation(member.size)
         _, regroup = grouped(np.repeat(np.arange(g.size), r)[shuffle], g.size)
         member = member[shuffle][regroup]
         rank = np.arange(member.size) - np.repeat(begin, r)
-        return [member[rank >= np.repeat(k, r)]]
+        keep[b.order[member]] = rank < np.repeat(k, r)
 
 
 class _Grouped(NamedTuple):
@@ -186,13 +236,15 @@ class _Grouped(NamedTuple):
     n_rows: int
     rows: NDArray[np.intp] | None  # None: every row of the batch
     order: NDArray[np.intp]  # rows[order] are grouped by client, in stream order
-    starts: NDArray[np.intp]  # where every client's group begins
+    first_rows: NDArray[np.intp]  # the first row of every group (an index into rows)
     who: NDArray[np.int64]  # the client of every group
-    here: NDArray[np.int64]  # its rows in the batch
-    heavy: NDArray[np.intp]  # groups decided as one block
+    heavy: NDArray[np.intp]  # groups decided as one block (more than _ROW_BY_ROW rows)
+    heavy_rows: NDArray[np.int64]  # the rows of each
     light: NDArray[np.intp] | None  # groups decided row by row (None: all)
-    more: NDArray[np.intp]  # light groups with a second row, by decreasing rows here
-    with_row: NDArray[np.int64]  # how many of ``more`` have more than t rows here
+    level_rows: NDArray[np.intp]  # later rows of light groups (indices into rows), by rank
+    level_group: NDArray[np.intp]  # the group of each
+    level_ends: NDArray[np.int64]  # where the rows of rank 1, 2, ... end in level_rows
+    starts: NDArray[np.intp] | None  # where every group begins in order (with heavy groups)
 
 
 def _ranges(starts: NDArray[np.intp], lengths: NDArray[np.int64]) -> NDArray[np.intp]:
@@ -205,4 +257,5 @@ def _ranges(starts: NDArray[np.intp], lengths: NDArray[np.int64]) -> NDArray[np.
 #: one vectorised step per rank); more, in one block (a hypergeometric count and a shuffle).
 _ROW_BY_ROW = 16
 _HALF = 32
+_ONE_ROW = 1 << _HALF  # one row less unseen, in the state's high half
 _LOW = (1 << 32) - 1

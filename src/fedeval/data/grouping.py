@@ -66,7 +66,7 @@ def grouped(
     n = idx.shape[0]
     bits = max(int(n - 1).bit_length(), 1)
     if bits + max(int(n_groups - 1).bit_length(), 1) <= _KEY_BITS:
-        key = idx.astype(np.int64) << bits
+        key = np.left_shift(idx, bits, dtype=np.int64)  # one pass, whatever idx's dtype
         key |= np.arange(n, dtype=np.int64)
         key.sort()
         order = (key & ((1 << bits) - 1)).astype(np.intp, copy=False)
