@@ -20,7 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "fedeval"
 #: import name -> distribution name, where they differ.
 DIST = {"sklearn": "scikit-learn", "dp_accounting": "dp-accounting", "yaml": "pyyaml"}
-OPTIONAL = {"flwr": "flower", "dask": "dask", "distributed": "dask", "jsonschema": "test"}
+OPTIONAL = {
+    "flwr": "flower",
+    "dask": "dask",
+    "distributed": "dask",
+    "fsspec": "dask",
+    "jsonschema": "test",
+}
 
 
 def _declared() -> tuple[set[str], dict[str, set[str]]]:
