@@ -272,3 +272,21 @@ def test_client_sizes_are_counted_only_when_read(gaps: bool) -> None:
     np.testing.assert_array_equal(fed.client_sizes, np.bincount(inverse))
     np.testing.assert_array_equal(fed.offsets, np.r_[0, np.cumsum(np.bincount(inverse))])
     assert client_sets(fed) == expected_client_sets(scores, labels, clients)
+
+
+def test_client_ids_marked_in_two_threads_are_those_of_one(monkeypatch) -> None:
+    """Above 2 x 2^21 ids the presence table is marked in two threads: same ids, same index."""
+    from fedeval.data import federation
+
+    gen = np.random.default_rng(5)
+    n = 2 * federation._PRESENCE_MIN_PER_THREAD + 17
+    ids = gen.integers(0, n // 3, n) * 2  # gaps: the table path
+    ids[-1] = 2 * (n // 3) + 1  # an id only the second thread sees
+    scores, labels = gen.random(n), gen.integers(0, 2, n)
+    monkeypatch.setattr(federation, "_PRESENCE_THREADS", 2)
+    two = Federation.from_arrays(scores, labels, ids)
+    monkeypatch.setattr(federation, "_PRESENCE_THREADS", 1)
+    one = Federation.from_arrays(scores, labels, ids)
+    np.testing.assert_array_equal(two.client_ids, one.client_ids)
+    np.testing.assert_array_equal(two.client_index, one.client_index)
+    assert two.n_clients == one.n_clients == np.unique(ids).size
