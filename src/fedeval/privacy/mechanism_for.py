@@ -42,7 +42,6 @@ import numpy as np
 
 from fedeval.privacy.accounting import (
     RDP_ORDERS,
-    SEARCH_ORDERS,
     calibrate_noise_multiplier,
     gaussian_rounds_epsilon,
     gaussian_rounds_rdp,
@@ -870,11 +869,8 @@ def _calibrated_multiplier(
 ) -> tuple[float, float]:
     """(z, ε actually spent): the smallest noise multiplier meeting (ε, δ) over the rounds.
 
-    A pure function of public parameters whose search costs a few seconds, so
-    it is cached for the process. The ε spent is read with the orders the search
-    used (:data:`~fedeval.privacy.accounting.SEARCH_ORDERS`, and PLD): the
-    bound the search certified, a second instead of dp-accounting's default
-    orders for an ε within 0.01 % of it.
+    A pure function of public parameters whose search costs about a second, so
+    it is cached for the process.
     """
     z = calibrate_noise_multiplier(epsilon, delta, rounds, sampling_rate)
-    return z, gaussian_rounds_epsilon(z, rounds, sampling_rate, delta, orders=SEARCH_ORDERS)
+    return z, gaussian_rounds_epsilon(z, rounds, sampling_rate, delta)
