@@ -1181,13 +1181,34 @@ def _encode_partition(
     )
     y = _check_labels(np.asarray(y_values), where, 0)
     n = s.shape[0]
-    if table is not None and layout.client is not None:
-        c = table.index(_client_values(df[layout.client].to_numpy(), where, 0, layout.client))
-    elif layout.reads_clients:
-        c = np.arange(start, start + n, dtype=np.int64)
-    else:
-        c = _unread(n)
+    c = _batch_clients(
+        layout, table, lambda: df[layout.client].to_numpy(), where, first=0, offset=start, n=n
+    )
     return np.asarray(encoder(s, y, c), dtype=layout.dtype)
+
+
+def _column_of(batch: Any, i: int) -> NDArray[Any]:
+    return _to_numpy(batch.column(i))
+
+
+def _batch_clients(
+    layout: _PartitionLayout,
+    table: _ClientTable | None,
+    raw: Callable[[], NDArray[Any]],
+    where: str,
+    *,
+    first: int,
+    offset: int,
+    n: int,
+) -> NDArray[np.int64]:
+    """The clients of a partition's batch: dense indices of its client column (read
+    by ``raw`` only then), one client per row numbered from ``offset`` where the
+    sketch reads clients without a column, else the unread placeholder."""
+    if table is not None and layout.client is not None:
+        return table.index(_client_values(raw(), where, first, layout.client))
+    if layout.reads_clients:
+        return np.arange(offset, offset + n, dtype=np.int64)
+    return _unread(n)
 
 
 def _encode_piece(
@@ -1217,13 +1238,15 @@ def _encode_piece(
                     continue
                 s = _check_scores(_to_numpy(rb.column(0)), layout.score_range, where, first)
                 y = _check_labels(_to_numpy(rb.column(1)), where, first)
-                if table is not None and layout.client is not None:
-                    values = _to_numpy(rb.column(2))
-                    c = table.index(_client_values(values, where, first, layout.client))
-                elif layout.reads_clients:
-                    c = np.arange(start + first, start + first + n, dtype=np.int64)
-                else:
-                    c = _unread(n)
+                c = _batch_clients(
+                    layout,
+                    table,
+                    functools.partial(_column_of, rb, 2),
+                    where,
+                    first=first,
+                    offset=start + first,
+                    n=n,
+                )
                 total += np.asarray(encoder(s, y, c), dtype=layout.dtype)
                 first += n
         except (pa.ArrowException, OSError) as exc:
