@@ -17,10 +17,10 @@ less than wall-clock time:
   key per probability, the least any histogram of the scores must touch), the
   bin keys computed outside the timing.
 
-The issue's target is ≤ 10× "one np.bincount pass over the same examples";
-the script prints the ratio to both baselines and says which it reads as the
-target: the pass over the examples' 10M probabilities (the examples' data),
-since a pass over 1M labels does not read the scores at all.
+Issue 17's target was ≤ 10× "one np.bincount pass over the same examples",
+issue 28's is ≤ 8×; the script prints the ratio to both baselines and reads
+the target against the pass over the examples' 10M probabilities (the
+examples' data), since a pass over 1M labels does not read the scores at all.
 
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/bench_multiclass_evaluation.py [--n N] [--reps R]``.
 """
@@ -98,14 +98,18 @@ def main() -> None:
     print(f"{'what':58s} {'seconds':>9s} {'/labels':>9s} {'/probs':>8s}")
     for what, t in timings.items():
         print(f"{what:58s} {t:9.4f} {t / base_labels:9.1f} {t / base_probs:8.2f}")
-    worst = max(
-        timings["evaluate SA (1024 bins, exact)"], timings["encode (MulticlassSketch, 64 bins)"]
-    )
-    verdict = "meets" if worst <= 10 * base_probs else "MISSES"
-    print(
-        f"target ≤ 10× one bincount pass over the examples' probabilities: "
-        f"{worst / base_probs:.2f}× ({verdict})"
-    )
+    # Issue 28's target: ≤ 8× one bincount pass over the examples' probabilities, for the
+    # encode and the evaluation (SA; DistDP with its standard errors, reported the same way).
+    for what in (
+        "encode (MulticlassSketch, 64 bins)",
+        "evaluate SA (1024 bins, exact)",
+        "evaluate DistDP eps=1 (64 bins) + SEs",
+    ):
+        ratio = timings[what] / base_probs
+        print(
+            f"target ≤ 8× the probability-bin bincount, {what}: {ratio:.2f}× "
+            f"({'meets' if ratio <= 8 else 'MISSES'})"
+        )
 
 
 if __name__ == "__main__":

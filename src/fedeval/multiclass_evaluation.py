@@ -138,13 +138,13 @@ from fedeval.metrics.dense import (
     BoundaryCounts,
     boundary_counts,
     dense_roc_auc,
+    dense_roc_auc_of_leaves,
 )
 from fedeval.planning import (
     MulticlassPlan,
     check_multiclass_metrics,
     plan_multiclass,
 )
-from fedeval.postprocess.bootstrap import replicate_around
 from fedeval.postprocess.tables import combine, project_table, project_to_total
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
@@ -614,15 +614,15 @@ def _bootstrap_aucs(
     """AUC* of parametric-bootstrap replicates around the estimate (NaN where undefined).
 
     The bootstrap world's truth is the estimate itself, the projected bins
-    (:func:`fedeval.postprocess.bootstrap.replicate_around`); every replicate
-    adds the release's noise to them and repeats step 5.
+    (Efron & Tibshirani 1993, §10.2); every replicate
+    adds the release's noise to its leaves (the inner nodes are their sums)
+    and repeats step 5. The replicates' noise is drawn in one call, the same
+    numbers in the same order as one call per replicate, and their AUCs are
+    computed together (:func:`fedeval.metrics.dense.dense_roc_auc_of_leaves`).
     """
-    out = np.full(replicates, np.nan)
-    for r in range(replicates):
-        k = boundary_counts(replicate_around(tree, counts.bins, gen, leaves_only=True))
-        if k.defined:
-            out[r] = dense_roc_auc(k)
-    return out
+    truth = np.asarray(counts.bins, dtype=np.float64)
+    noise = gen.standard_normal((replicates, *truth.shape))
+    return dense_roc_auc_of_leaves(tree, truth + noise * np.sqrt(tree.node_variance[-1]))
 
 
 def _corrected_aucs(

@@ -17,6 +17,7 @@ from sklearn.metrics import (
 
 import fedeval as fe
 from fedeval import evaluation
+from fedeval.metrics import dense
 from fedeval.metrics.area_error import pr_area_error, roc_area_error
 from fedeval.metrics.confusion import threshold_metrics
 from fedeval.metrics.dense import (
@@ -742,3 +743,54 @@ def test_boundary_counts_are_computed_once_per_release_and_level() -> None:
         first.above[0, 0] = 0.0
     fpr, tpr, _ = ev.roc_curve()
     assert ev.roc_auc == pytest.approx(float(np.trapezoid(tpr, fpr)))
+
+
+@pytest.mark.parametrize(
+    ("n_bins", "scale"), [(64, 1.0), (64, 30.0), (256, 3.0), (16, 200.0), (10, 5.0)]
+)
+def test_auc_of_leaf_batches_equals_one_replicate_at_a_time(
+    n_bins: int, scale: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bit for bit the per-replicate path, including pooled prefixes, undefined classes, b ≠ 2.
+
+    Large ``scale`` (noise standard deviation per leaf, against a few examples
+    per bin) makes the non-negative splits clip, some prefixes pool and some
+    class totals negative; 10 bins is a one-level tree with b = 10 (the loop).
+    """
+    from fedeval.metrics.dense import dense_roc_auc, dense_roc_auc_of_leaves
+    from fedeval.sketches.multiclass import class_tree
+
+    s, y = _data(2_000)
+    receipt = fe.evaluate(
+        fe.Federation.from_arrays(s, y), fe.DistributedDP(1.0), rng=0
+    ).tree.receipt
+    rng = np.random.default_rng(n_bins)
+    truth = np.vstack(
+        [
+            np.bincount(rng.integers(0, n_bins, m), minlength=n_bins)
+            for m in (3 * n_bins, n_bins // 2)
+        ]
+    ).astype(np.float64)
+    variance = np.full((2, n_bins), scale**2)
+    tree = class_tree(truth, variance, receipt)
+    leaves = truth + rng.standard_normal((300, 2, n_bins)) * scale
+    pooled = []
+    scalar_prefix = dense._monotone_prefix_scalar
+    monkeypatch.setattr(
+        dense, "_monotone_prefix_scalar", lambda *a: pooled.append(1) or scalar_prefix(*a)
+    )
+    batch = dense_roc_auc_of_leaves(tree, leaves)
+    monkeypatch.undo()
+    one_by_one = np.array(
+        [
+            dense_roc_auc(boundary_counts(tree.with_levels(tree.spec.levels_from_leaves(r))))
+            for r in leaves
+        ]
+    )
+    np.testing.assert_array_equal(batch, one_by_one)
+    # The cases the docstring names occur (else the test would not cover them).
+    assert np.isfinite(batch).sum() > 100
+    if (n_bins, scale) == (16, 200.0):
+        assert np.isnan(batch).any()  # a class total below 0
+    if n_bins == 64 and scale == 30.0:
+        assert pooled  # a prefix the batch hands to the scalar path

@@ -65,6 +65,7 @@ __all__ = [
     "dense_leaf_weights",
     "dense_precision_recall_curve",
     "dense_roc_auc",
+    "dense_roc_auc_of_leaves",
     "dense_roc_curve",
     "dense_se_parts",
     "effective_examples",
@@ -675,6 +676,93 @@ def dense_roc_auc(counts: BoundaryCounts) -> float:
         return float("nan")
     fpr, tpr, _ = dense_roc_curve(counts)
     return float(np.clip(np.trapezoid(tpr, fpr), 0.0, 1.0))
+
+
+def dense_roc_auc_of_leaves(
+    tree: HierarchicalHistogram, leaves: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """:func:`dense_roc_auc` at the leaf level of many trees that differ from ``tree`` in their leaves only.
+
+    ``leaves[r]`` (shape (2, b^h)) are the leaves of replicate r, whose inner
+    nodes are their sums (a parametric bootstrap of a leaves-only release,
+    the estimate as the truth, Efron & Tibshirani 1993, §10.2). Entry r equals
+    ``dense_roc_auc(boundary_counts(tree.with_levels(spec.levels_from_leaves(leaves[r]))))``
+    bit for bit (tested): binary private trees run the Wiener shrinkage, the
+    non-negative splits, the monotone prefixes and the trapezoid on all
+    replicates at once, with the scalar path's float operations in its order
+    (two-term sums, :func:`_wiener_class_scalar`'s comparisons); a replicate
+    whose prefix needs pooling (:func:`_monotone_prefix`) takes the scalar
+    path for that class. Other trees loop over the replicates.
+
+    Parameters
+    ----------
+    tree : HierarchicalHistogram
+        Gives the geometry, the node variances and the guarantee.
+    leaves : ndarray, shape (R, 2, b^h)
+
+    Returns
+    -------
+    ndarray, shape (R,)
+        NaN where a replicate leaves a class total ≤ 0.
+    """
+    x = np.asarray(leaves, dtype=np.float64)
+    spec = tree.spec
+    if not (tree.guarantee.is_private and _scalar_shrinkage(tree)):
+        return np.array(
+            [
+                dense_roc_auc(
+                    _boundary_counts(
+                        tree.with_levels(spec.levels_from_leaves(r)), tree.height, True
+                    )
+                )
+                for r in x
+            ]
+        )
+    levels = [x]
+    for _ in range(tree.height - 1):
+        levels.append(levels[-1][..., 0::2] + levels[-1][..., 1::2])
+    levels.reverse()
+    counts = np.empty_like(x)
+    for c in (0, 1):
+        var = _split_variances(tree, c, tree.height)
+        first = levels[0][:, c]
+        parent = first[:, :1] + first[:, 1:]
+        est = parent
+        for lv, k in enumerate(var):
+            rel = levels[lv][:, c]
+            even = parent / 2
+            d0, d1 = rel[:, 0::2] - even, rel[:, 1::2] - even
+            q = d0 * d0 + d1 * d1
+            with np.errstate(divide="ignore", invalid="ignore"):
+                s = np.where(q > k, np.minimum(np.maximum(1.0 - k / q, 0.0), 1.0), 0.0)
+            e = est / 2
+            x0, x1 = e + s * d0, e + s * d1
+            clipped = (x0 <= 0) | (x1 <= 0)
+            if clipped.any():
+                total = np.maximum(x0 + x1, 0.0)
+                y0 = np.minimum(np.maximum(x0, 0.0), total)
+                x0, x1 = np.where(clipped, y0, x0), np.where(clipped, total - y0, x1)
+            est = np.stack((x0, x1), axis=-1).reshape(x0.shape[0], -1)
+            parent = rel
+        counts[:, c] = est
+    totals = counts.sum(axis=-1)
+    below = np.zeros((x.shape[0], 2, x.shape[2] + 1))
+    np.cumsum(counts, axis=-1, out=below[..., 1:])
+    inner = below[..., 1:-1]
+    pool = (
+        np.any(counts < 0, axis=-1) | (inner.min(axis=-1) < 0) | (inner.max(axis=-1) > totals)
+    ) & (totals > 0)
+    for r, c in zip(*np.nonzero(pool), strict=True):
+        below[r, c] = _monotone_prefix_scalar(counts[r, c].tolist(), float(totals[r, c]))
+    below[..., -1] = np.where(totals > 0, totals, 0.0)
+    below[totals <= 0] = 0.0
+    above = below[..., -1:] - below
+    defined = np.all(totals > 0, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = above[..., :-1][..., ::-1] / above[..., :1]
+    curve = np.concatenate((np.zeros((x.shape[0], 2, 1)), rates), axis=-1)
+    area = np.clip(np.trapezoid(curve[:, 1], curve[:, 0], axis=-1), 0.0, 1.0)
+    return np.where(defined, area, np.nan)
 
 
 MIN_PR_POINTS = 4096

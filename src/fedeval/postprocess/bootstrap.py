@@ -23,7 +23,7 @@ from fedeval.randomness import RNGLike, as_generator
 if TYPE_CHECKING:
     from fedeval.sketches.hierarchical_histogram import HierarchicalHistogram
 
-__all__ = ["bootstrap_se", "bootstrap_values", "parametric_replicate", "replicate_around"]
+__all__ = ["bootstrap_se", "bootstrap_values", "parametric_replicate"]
 
 
 def parametric_replicate(
@@ -67,38 +67,3 @@ def bootstrap_se(
         return 0.0
     values = bootstrap_values(tree, statistic, replicates=replicates, rng=rng)
     return float(np.nanstd(values, ddof=1))
-
-
-def replicate_around(
-    tree: HierarchicalHistogram,
-    leaves: np.ndarray,
-    rng: np.random.Generator,
-    *,
-    leaves_only: bool = False,
-) -> HierarchicalHistogram:
-    """A replicate whose truth is ``leaves`` (a post-processed estimate), with the tree's noise.
-
-    The bootstrap estimate of a post-processing step's bias: if the released
-    counts were ``leaves`` (non-negative, e.g. the dense curves' projected
-    bins), a fresh release would add noise of every node's known variance,
-    and the same post-processing applied to it has mean E* stat; E* stat −
-    stat(leaves) estimates the step's bias (Efron & Tibshirani 1993, §10.2).
-
-    Parameters
-    ----------
-    tree : HierarchicalHistogram
-        The released tree (its variances, geometry and consistency).
-    leaves : ndarray, shape (n_classes, n_leaves)
-    rng : Generator
-    leaves_only : bool
-        The tree's leaves were released alone and its inner nodes are their
-        sums (:func:`fedeval.sketches.multiclass.class_tree`): noise on the
-        leaves only, inner nodes summed.
-    """
-    spec = tree.spec
-    truth = np.asarray(leaves, dtype=np.float64)
-    if leaves_only:
-        noisy = truth + rng.standard_normal(truth.shape) * np.sqrt(tree.node_variance[-1])
-        return tree.with_levels(spec.levels_from_leaves(noisy))
-    start = tree.with_levels(spec.levels_from_leaves(truth))
-    return parametric_replicate(start, rng)
