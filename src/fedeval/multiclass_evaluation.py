@@ -145,6 +145,7 @@ from fedeval.planning import (
     check_multiclass_metrics,
     plan_multiclass,
 )
+from fedeval.postprocess.bootstrap import leaf_replicates
 from fedeval.postprocess.tables import combine, project_table, project_to_total
 from fedeval.privacy.ledger import BudgetLedger
 from fedeval.privacy.models import PrivacyModel
@@ -614,15 +615,12 @@ def _bootstrap_aucs(
     """AUC* of parametric-bootstrap replicates around the estimate (NaN where undefined).
 
     The bootstrap world's truth is the estimate itself, the projected bins
-    (Efron & Tibshirani 1993, §10.2); every replicate
+    (:func:`fedeval.postprocess.bootstrap.leaf_replicates`); every replicate
     adds the release's noise to its leaves (the inner nodes are their sums)
-    and repeats step 5. The replicates' noise is drawn in one call, the same
-    numbers in the same order as one call per replicate, and their AUCs are
-    computed together (:func:`fedeval.metrics.dense.dense_roc_auc_of_leaves`).
+    and repeats step 5, all replicates at once
+    (:func:`fedeval.metrics.dense.dense_roc_auc_of_leaves`).
     """
-    truth = np.asarray(counts.bins, dtype=np.float64)
-    noise = gen.standard_normal((replicates, *truth.shape))
-    return dense_roc_auc_of_leaves(tree, truth + noise * np.sqrt(tree.node_variance[-1]))
+    return dense_roc_auc_of_leaves(tree, leaf_replicates(tree, counts.bins, gen, replicates))
 
 
 def _corrected_aucs(

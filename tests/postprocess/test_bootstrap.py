@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 
 import fedeval as fe
-from fedeval.postprocess.bootstrap import bootstrap_se, bootstrap_values, parametric_replicate
+from fedeval.postprocess.bootstrap import (
+    bootstrap_se,
+    bootstrap_values,
+    leaf_replicates,
+    parametric_replicate,
+)
 from helpers import release_hierarchy
 
 
@@ -66,3 +71,20 @@ def test_an_exact_release_has_no_bootstrap_error(federation: fe.Federation) -> N
     rep = parametric_replicate(tree, np.random.default_rng(0))
     for released, replicated in zip(tree.levels, rep.levels, strict=True):
         np.testing.assert_array_equal(released, replicated)
+
+
+def test_leaf_replicates_draw_what_one_call_per_replicate_draws() -> None:
+    """One call for R replicates gives the per-replicate draws of the same generator, in order,
+    with each leaf's own noise scale (the multiclass AUC bootstrap's fixed-seed values)."""
+    from fedeval.sketches.multiclass import class_tree
+
+    s = np.linspace(0, 1, 200)
+    fed = fe.Federation.from_arrays(s, (s > 0.5).astype(int))
+    receipt = release_hierarchy(fed, fe.DistributedDP(epsilon=1.0), height=3).receipt
+    truth = np.arange(16, dtype=np.float64).reshape(2, 8)
+    variance = np.linspace(1.0, 4.0, 16).reshape(2, 8)
+    tree = class_tree(truth, variance, receipt)
+    batch = leaf_replicates(tree, truth, np.random.default_rng(3), 7)
+    gen = np.random.default_rng(3)
+    one_by_one = [truth + gen.standard_normal(truth.shape) * np.sqrt(variance) for _ in range(7)]
+    np.testing.assert_array_equal(batch, np.array(one_by_one))

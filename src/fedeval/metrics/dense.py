@@ -684,8 +684,8 @@ def dense_roc_auc_of_leaves(
     """:func:`dense_roc_auc` at the leaf level of many trees that differ from ``tree`` in their leaves only.
 
     ``leaves[r]`` (shape (2, b^h)) are the leaves of replicate r, whose inner
-    nodes are their sums (a parametric bootstrap of a leaves-only release,
-    the estimate as the truth, Efron & Tibshirani 1993, §10.2). Entry r equals
+    nodes are their sums (:func:`fedeval.postprocess.bootstrap.leaf_replicates`).
+    Entry r equals
     ``dense_roc_auc(boundary_counts(tree.with_levels(spec.levels_from_leaves(leaves[r]))))``
     bit for bit (tested): binary private trees run the Wiener shrinkage, the
     non-negative splits, the monotone prefixes and the trapezoid on all
