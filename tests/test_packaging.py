@@ -115,6 +115,7 @@ def test_first_evaluate_on_arrays_loads_no_pandas_pyarrow_or_heavy_scipy() -> No
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.integration
 def test_every_module_imports_first_in_a_fresh_interpreter() -> None:
     """Each module of fedeval can be the first one imported (no cycle through a package
     ``__init__``). ``import fedeval.postprocess`` alone failed: consistency → sketches →

@@ -27,6 +27,7 @@ def test_readme_links_stay_inside_the_repository() -> None:
         assert (ROOT / target.split("#")[0]).exists(), target
 
 
+@pytest.mark.integration
 def test_every_python_and_command_block_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

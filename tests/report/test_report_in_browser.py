@@ -202,6 +202,7 @@ def _trend_report(out: Path) -> Path:
     return write_trend_report(mon, out, window=4, drift=tests, title="browser check")["html"]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "which", ["evaluation", "calibration", "comparison", "slices", "trend", "multiclass"]
 )
