@@ -16,8 +16,10 @@ LONG_RUNNING_MARKS = ("privacy", "statistical", "integration")
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Long-running tests first, the rest in their order (a stable sort).
 
-    pytest-xdist hands tests to its workers in this order; with the audits
-    last, one worker ran the final minute-long audit while the other idled.
+    pytest-xdist hands tests to its workers in this order (``--dist
+    worksteal``, set in pyproject.toml: an idle worker takes half of the
+    other's queue); with the audits last, one worker ran the final
+    minute-long audit while the other idled.
     """
     items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG_RUNNING_MARKS))
 
