@@ -92,3 +92,43 @@ def test_binary_labels_accept_bool_int_and_integral_floats() -> None:
         check_binary_labels(["0"])
     with pytest.raises(ValueError, match="1-dimensional"):
         check_binary_labels([[0, 1]])
+
+
+def _two_pass_accepts(arr: np.ndarray, lo: float, hi: float) -> bool:
+    """The rule before the one-pass check: min and max within [lo, hi] (NaN fails both)."""
+    return bool(arr.min() >= lo and arr.max() <= hi)
+
+
+@pytest.mark.parametrize("hi", [1.0, 0.5, 100.0, 5e-324])
+def test_one_pass_score_check_accepts_and_rejects_what_two_passes_do(hi: float) -> None:
+    """Issue 28: one max over the bit patterns, then the full check where it is inconclusive.
+
+    Every edge: ±0, the range's end and its float neighbours, subnormals, ±inf,
+    NaN with either sign bit, and negative values; each alone and among valid scores.
+    """
+    from fedeval.validation import _within_zero_to
+
+    edges = [0.0, -0.0, hi, np.nextafter(hi, np.inf), np.nextafter(hi, 0.0), 5e-324, -5e-324,
+             np.inf, -np.inf, np.nan, -np.nan, -1.0, 1e308, hi / 2]  # fmt: skip
+    valid = np.linspace(0.0, hi, 7)
+    for x in edges:
+        for arr in (np.array([x]), np.append(valid, x), np.insert(valid, 3, x)):
+            fast = _within_zero_to(arr, hi)
+            assert not fast or _two_pass_accepts(arr, 0.0, hi)  # never accepts what it must not
+            assert fast == (_two_pass_accepts(arr, 0.0, hi) and not np.signbit(arr).any())
+            if _two_pass_accepts(arr, 0.0, hi):
+                assert check_scores(arr, score_range=(0.0, hi)) is not None
+            else:
+                with pytest.raises(ValueError):
+                    check_scores(arr, score_range=(0.0, hi))
+
+
+@pytest.mark.parametrize("dtype", ["i1", "i2", "i4", "i8", "u1", "u8"])
+def test_one_pass_label_check_accepts_and_rejects_what_two_passes_do(dtype: str) -> None:
+    info = np.iinfo(dtype)
+    for bad in sorted({info.min, -1 if info.min < 0 else 2, 2, info.max} - {0, 1}):
+        labels = np.array([0, 1, 1, 0, bad], dtype=dtype)
+        with pytest.raises(ValueError, match="must be 0 or 1"):
+            check_binary_labels(labels)
+    good = np.array([0, 1, 1, 0], dtype=dtype)
+    np.testing.assert_array_equal(check_binary_labels(good), [0, 1, 1, 0])

@@ -20,6 +20,7 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_scores",
+    "unsigned_view",
 ]
 
 
@@ -92,6 +93,32 @@ def check_int_at_least(value: Any, minimum: int, *, name: str) -> int:
     return int(value)
 
 
+def unsigned_view(arr: NDArray[Any]) -> NDArray[Any]:
+    """An integer array read as the unsigned integers of its size (no copy).
+
+    A negative value becomes at least 2^(bits−1), so one ``max`` of the view
+    bounds the array on both sides: ``unsigned_view(a).max() <= m`` (m below
+    2^(bits−1)) iff every value lies in [0, m]. That is half the passes of
+    ``a.min() >= 0 and a.max() <= m`` over a large array.
+    """
+    return arr.view(np.dtype(f"u{arr.dtype.itemsize}"))
+
+
+def _within_zero_to(arr: NDArray[np.float64], hi: float) -> bool:
+    """Whether every float64 lies in [+0, hi] (hi > 0 finite), in one pass; False is inconclusive.
+
+    Non-negative IEEE doubles are ordered like their bit patterns read as
+    unsigned integers, and every other value (negative, −0.0, NaN with the
+    sign bit) has the sign bit set, so it reads above any positive double's
+    pattern; +inf and positive NaNs read above every finite double. So the
+    largest pattern is at most hi's iff every value is in [+0, hi]. −0.0 (a
+    valid score) fails this check and is settled by the caller's full one.
+    """
+    if not (hi > 0 and math.isfinite(hi)):
+        return False
+    return bool(unsigned_view(arr).max() <= np.float64(hi).view(np.uint64))
+
+
 def check_scores(
     scores: Any, *, score_range: tuple[float, float] = (0.0, 1.0), name: str = "scores"
 ) -> NDArray[np.float64]:
@@ -103,9 +130,11 @@ def check_scores(
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     lo, hi = score_range
+    if arr.size == 0 or (lo == 0.0 and _within_zero_to(arr, hi)):
+        return arr
     # Two reductions, no temporaries: NaN propagates through min/max and inf lies
     # outside a finite range, so valid scores pass without a per-element mask.
-    if arr.size == 0 or (arr.min() >= lo and arr.max() <= hi):
+    if arr.min() >= lo and arr.max() <= hi:
         return arr
     finite = np.isfinite(arr)
     if not finite.all():
@@ -130,7 +159,7 @@ def check_binary_labels(labels: Any, *, name: str = "labels") -> NDArray[np.int8
         return arr.view(np.int8)
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be 0/1 integers or booleans, got dtype {arr.dtype}")
-    if arr.dtype.kind in "iu" and (arr.size == 0 or (arr.min() >= 0 and arr.max() <= 1)):
+    if arr.dtype.kind in "iu" and (arr.size == 0 or unsigned_view(arr).max() <= 1):
         return arr.astype(np.int8, copy=False)
     ok = (arr == 0) | (arr == 1)
     if not ok.all():

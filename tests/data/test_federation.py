@@ -290,3 +290,17 @@ def test_client_ids_marked_in_two_threads_are_those_of_one(monkeypatch) -> None:
     np.testing.assert_array_equal(two.client_ids, one.client_ids)
     np.testing.assert_array_equal(two.client_index, one.client_index)
     assert two.n_clients == one.n_clients == np.unique(ids).size
+
+
+@pytest.mark.parametrize("dtype", ["i1", "i2", "i8", "u1", "u8"])
+def test_small_and_negative_ids_of_every_integer_width_give_the_distinct_ids(dtype: str) -> None:
+    """The one-pass id range check reads negative ids as huge unsigned ones: an int8 −1
+    must not be taken for id 255 (a small table) but go to the general path."""
+    info = np.iinfo(dtype)
+    for ids in ([0, 3, 3, 7], [info.max, 0, 1], [-1, 0, 5, -1], [info.min, 2, 2]):
+        if min(ids) < info.min:
+            continue
+        arr = np.array(ids, dtype=dtype)
+        fed = Federation.from_arrays(np.linspace(0, 1, arr.size), np.arange(arr.size) % 2, arr)
+        np.testing.assert_array_equal(fed.client_ids, np.unique(arr))
+        np.testing.assert_array_equal(fed.client_ids[fed.client_index], arr)

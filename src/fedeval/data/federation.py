@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.data.grouping import group_order, is_grouped
-from fedeval.validation import check_binary_labels, check_scores
+from fedeval.validation import check_binary_labels, check_scores, unsigned_view
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -452,8 +452,11 @@ def _small_id_presence(client_arr: NDArray[Any]) -> NDArray[np.bool_] | None:
     n = client_arr.shape[0]
     if client_arr.dtype.kind not in "iu" or n == 0:
         return None
-    hi = int(client_arr.max())
-    if hi >= 4 * n + 1024 or (client_arr.dtype.kind == "i" and int(client_arr.min()) < 0):
+    # One pass: a negative id reads as an unsigned one of at least 2^(bits-1)
+    # (validation.unsigned_view), which is never a small id.
+    hi = int(unsigned_view(client_arr).max())
+    negative = client_arr.dtype.kind == "i" and hi >= 1 << (8 * client_arr.dtype.itemsize - 1)
+    if negative or hi >= 4 * n + 1024:
         return None
     present = np.zeros(hi + 1, dtype=bool)
     threads = min(_PRESENCE_THREADS, n // _PRESENCE_MIN_PER_THREAD)
