@@ -433,3 +433,16 @@ def test_cli_compare_exact_for_several_score_columns(
                        ("brier", "brier")):  # fmt: skip
         assert abs(exact[key] - released[key]) <= bounds[bound] + 1e-12, key
     assert "|error|" in (out / "report.md").read_text()
+
+
+def test_the_small_data_warning_reads_the_projected_parts_only() -> None:
+    """Issue 28: an evaluation stays cheap until a metric is asked for; the warning's check
+    computes steps 1-4 once (projected), not their linear twin (a metric's bias term)."""
+    p = np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]])
+    fed = fe.Federation.from_arrays(p, np.array([0, 1, 1, 0]), np.arange(4), kind="probabilities")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
+        assert "_projected" in ev.__dict__ and "_linear" not in ev.__dict__
+        _ = ev.standard_errors
+    assert "_linear" in ev.__dict__

@@ -878,23 +878,38 @@ class MulticlassEvaluation(ReceiptAccessors):
             return self._compute_base()
 
     @cached_property
-    def _steps(
-        self,
-    ) -> tuple[_Sources, dict[str, NDArray[np.float64]], dict[str, NDArray[np.float64]]]:
-        """Steps 1–4 on the release: the sources' weights, the projected and the linear parts."""
+    def _projected(self) -> tuple[_Sources, dict[str, NDArray[np.float64]]]:
+        """Steps 1–4 on the release: the sources' weights and the projected parts.
+
+        All the small-data warning reads (:func:`_warn_if_degenerate`); the
+        linear parts (:attr:`_linear`) wait for a metric's bias term.
+        """
         sk = self.sketch
         vec, var = self.counts.vector(), self.counts.variance
         src = _sources(sk, vec, var)
-        kw: dict[str, Any] = {"local": self._local, "exact": not self.private}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            base = _consistent(sk, vec[None, :], src, nonneg=True, **kw)
-            lin = _consistent(sk, vec[None, :], src, nonneg=False, **kw)
-        return src, {k: v[0] for k, v in base.items()}, {k: v[0] for k, v in lin.items()}
+            base = _consistent(
+                sk, vec[None, :], src, nonneg=True, local=self._local, exact=not self.private
+            )
+        return src, {k: v[0] for k, v in base.items()}
+
+    @cached_property
+    def _linear(self) -> dict[str, NDArray[np.float64]]:
+        """Steps 1–4 with every projection replaced by its linear part (the bias term's reference)."""
+        src, _ = self._projected
+        vec = self.counts.vector()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lin = _consistent(
+                self.sketch, vec[None, :], src, nonneg=False, local=self._local,
+                exact=not self.private,
+            )  # fmt: skip
+        return {k: v[0] for k, v in lin.items()}
 
     def _support(self) -> tuple[NDArray[np.float64] | None, NDArray[np.float64] | None]:
         """Released supports π̂_j·N̂ and their SEs (None when no part releases them)."""
-        src, base, _ = self._steps
+        src, base = self._projected
         if "prevalence" not in base:
             return None, None
         t = base.get("total confusion", base.get("total one_vs_rest 0"))
@@ -905,7 +920,8 @@ class MulticlassEvaluation(ReceiptAccessors):
     def _compute_base(self) -> _Base:
         sk = self.sketch
         private = self.private
-        src, base, lin = self._steps
+        src, base = self._projected
+        lin = self._linear
         values: dict[str, Any] = {
             k: v[0] for k, v in _table_metrics({k: x[None] for k, x in base.items()}, sk).items()
         }
@@ -1600,7 +1616,7 @@ def _warn_if_degenerate(result: MulticlassEvaluation) -> None:
                 "or not clearly above the privacy noise (3 standard errors); their "
                 "per-class metrics are NaN or unreliable"
             )
-        _, base, _ = result._steps
+        _, base = result._projected
         left_out: dict[str, list[int]] = {}
         if "confusion" in base:
             conf = base["confusion"]
