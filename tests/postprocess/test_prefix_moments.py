@@ -81,3 +81,24 @@ def test_small_trees_subtree_sums_equal_the_array_form_bit_for_bit(b: int, h: in
             np.testing.assert_array_equal(got[0][k], want[0][k])
             np.testing.assert_array_equal(got[1][k], want[1][k])
         assert got[2] == want[2], trial
+
+
+def test_small_tree_sums_are_kept_by_their_public_inputs_and_read_only() -> None:
+    """Issue 28: a second release with the same node variances reuses the first's sums
+    (equal to a fresh computation); other variances get their own; nobody can alter them."""
+    from fedeval.postprocess import consistency
+
+    v = [np.full(2**k, 3.0 + k) for k in range(1, 6)]
+    a = [0.2, 0.3, 0.4, 0.5, 1.0]
+    consistency._SMALL_TREE_SUMS.clear()
+    first = consistency.subtree_moment_sums(v, a, 2)
+    again = consistency.subtree_moment_sums([x.copy() for x in v], list(a), 2)
+    assert again is first
+    fresh = consistency._subtree_moment_sums_scalar(
+        v, np.array(a), consistency._total_weights(np.array(a)), 2
+    )
+    for x, y in zip((*first[0], *first[1]), (*fresh[0], *fresh[1]), strict=True):
+        np.testing.assert_array_equal(x, y)
+        assert not x.flags.writeable
+    other = consistency.subtree_moment_sums([x * 2 for x in v], a, 2)
+    assert other is not first and other[2] == 2 * first[2]

@@ -136,6 +136,12 @@ def _total_weights(a: NDArray[np.float64]) -> NDArray[np.float64]:
 _SCALAR_SUMS_MAX_LEAVES = 256
 """Trees up to this many leaves (and b < 8) get :func:`subtree_moment_sums` on Python floats."""
 
+_SMALL_TREE_SUMS: dict[tuple[object, ...], SubtreeSums] = {}
+""":func:`subtree_moment_sums` of small trees by their public inputs (oldest dropped first)."""
+
+_SMALL_TREE_SUMS_MAX = 256
+"""Most entries of :data:`_SMALL_TREE_SUMS` (each at most a few KB)."""
+
 
 def _subtree_moment_sums_scalar(
     v: Sequence[NDArray[np.float64]], a: NDArray[np.float64], c_tot: NDArray[np.float64], b: int
@@ -189,7 +195,19 @@ def subtree_moment_sums(
     v = [np.asarray(x, dtype=np.float64) for x in node_variance]
     c_tot = _total_weights(a)
     if b < 8 and b**h <= _SCALAR_SUMS_MAX_LEAVES:
-        return _subtree_moment_sums_scalar(v, a, c_tot, b)
+        # Public inputs only (the node variances and weights), so the sums are kept
+        # across releases: repeated evaluations of one setting (an audit's thousands
+        # of trials, a weekly report) compute them once. Read-only arrays.
+        key = (b, a.tobytes(), *(x.tobytes() for x in v))
+        sums = _SMALL_TREE_SUMS.get(key)
+        if sums is None:
+            sums = _subtree_moment_sums_scalar(v, a, c_tot, b)
+            for x in (*sums[0], *sums[1]):
+                x.flags.writeable = False
+            if len(_SMALL_TREE_SUMS) >= _SMALL_TREE_SUMS_MAX:
+                _SMALL_TREE_SUMS.pop(next(iter(_SMALL_TREE_SUMS)))
+            _SMALL_TREE_SUMS[key] = sums
+        return sums
     # S: subtree sums of squared weights (per unit G); T: subtree sums of weight × total weight.
     s_sq: list[NDArray[np.float64]] = [np.empty(0)] * h
     s_x: list[NDArray[np.float64]] = [np.empty(0)] * h
