@@ -158,8 +158,13 @@ def project_table(
         x = project_to_total(y[k] - mu[:, None, None] * eye, r[k])
         return x, np.trace(x, axis1=-2, axis2=-1)
 
-    span = np.abs(y).max(axis=(-2, -1)) + r.max(axis=-1) + 1.0
-    # At μ = −span every row puts its whole sum on the diagonal; at +span none.
+    # At μ = −span every row puts its whole sum on the diagonal; at +span none. Row i's
+    # projection gives its diagonal nothing once y_ii − μ ≤ min_{j≠i} y_ij − r_i (the
+    # other cells alone then reach r_i above the threshold), and everything once
+    # y_ii − μ − r_i ≥ max_{j≠i} y_ij: both hold for |μ| ≥ 2·max|y| + max r. (With
+    # max|y| + max r, a row whose off-diagonal cell is very negative kept mass on its
+    # diagonal at +span, and the root fell outside the bracket.)
+    span = 2.0 * np.abs(y).max(axis=(-2, -1)) + r.max(axis=-1) + 1.0
     lo, hi = -span, span.copy()
     t_lo, t_hi = r.sum(axis=-1), np.zeros_like(t)
     tol = 1e-12 * (1.0 + t_lo)
