@@ -565,14 +565,21 @@ def test_scalar_wiener_shrinkage_and_its_transpose_equal_the_array_form_bit_for_
         Shrinkage,
         _scalar_shrinkage,
         _shrinkage_transpose_scalar,
-        _wiener_class,
+        _wiener_class_any_branching,
+        _wiener_class_binary,
         _wiener_class_scalar,
     )
 
     def check(released: list[np.ndarray], var: list[float], rng: np.random.Generator) -> None:
-        est, shrink = _wiener_class(released, var, 2)
+        est, shrink = _wiener_class_any_branching(released, var, 2)
         est_s, shrink_s = _wiener_class_scalar(released, var, 2)
+        est_b, shrink_b = _wiener_class_binary(released, var)
         np.testing.assert_array_equal(est_s, est)
+        np.testing.assert_array_equal(est_b, est)
+        for got, want in zip(shrink_b.levels, shrink.levels, strict=True):
+            for x, y in zip(got, want, strict=True):
+                assert np.shape(x) == np.shape(y)
+                np.testing.assert_array_equal(x, y)
         assert isinstance(shrink_s, Shrinkage)
         for got, want in zip(shrink_s.levels, shrink.levels, strict=True):
             for x, y in zip(got, want, strict=True):
@@ -600,7 +607,7 @@ def test_scalar_wiener_shrinkage_and_its_transpose_equal_the_array_form_bit_for_
         released = _random_binary_levels(rng, height)
         var = [float(v) for v in rng.choice([0.0, 0.5, 4.0, 50.0], height)]
         check(released, var, rng)
-        clipped += sum(int(np.sum(~lv[4])) for lv in _wiener_class(released, var, 2)[1].levels)
+        clipped += sum(int(np.sum(~lv[4])) for lv in _wiener_class_binary(released, var)[1].levels)
     assert clipped > 100  # the non-negative split and its transpose were exercised
     for privacy in PRIVACY:
         for n, seed in [(3, 0), (20, 1), (64, 2), (100, 3)]:
@@ -794,3 +801,26 @@ def test_auc_of_leaf_batches_equals_one_replicate_at_a_time(
         assert np.isnan(batch).any()  # a class total below 0
     if n_bins == 64 and scale == 30.0:
         assert pooled  # a prefix the batch hands to the scalar path
+
+
+@pytest.mark.parametrize("privacy", PRIVACY)
+def test_binary_wiener_shrinkage_of_deep_trees_equals_the_any_branching_form(privacy) -> None:
+    """Issue 28: the binary array form (deep releases' leaf levels have tens of thousands of
+    nodes) gives the bins and every Shrinkage array of the general form, bit for bit."""
+    from fedeval.metrics.dense import _wiener_class_any_branching, _wiener_class_binary
+
+    s, y = _data(2_000_000, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = fe.evaluate(fe.Federation.from_arrays(s, y), privacy, rng=3).tree
+    assert not dense._scalar_shrinkage(tree)  # more than 256 leaves
+    for c in (0, 1):
+        released = [np.asarray(x[c], dtype=np.float64) for x in tree.levels]
+        var = _split_variances(tree, c, tree.height)
+        est, shrink = _wiener_class_any_branching(released, var, 2)
+        est_b, shrink_b = _wiener_class_binary(released, var)
+        np.testing.assert_array_equal(est_b, est)
+        for got, want in zip(shrink_b.levels, shrink.levels, strict=True):
+            for x, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(x, w)
+        assert sum(int(np.sum(~lv[4])) for lv in shrink_b.levels) > 0  # clipped splits occur
