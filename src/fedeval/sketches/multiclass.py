@@ -100,6 +100,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -473,8 +474,9 @@ class MulticlassSketch(Sketch):
     def weighted(self) -> bool:
         return bool(np.any(self.part_weights != 1))
 
-    @property
+    @cached_property
     def parts(self) -> tuple[Part, ...]:
+        """The released parts, in vector order (computed once: the sketch is frozen)."""
         load = self.part_weights * self.cells_per_example
         total = float(load.sum())
         return tuple(
