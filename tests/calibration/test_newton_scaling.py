@@ -135,3 +135,26 @@ def test_one_round_returns_the_newton_step_from_that_round():
     assert cal.procedure["applied"] is True
     assert cal.procedure["estimated_nll_change"] < 0
     assert cal.temperature > 1.0  # logits ×3 are overconfident: the step raises τ
+
+
+def test_op_vector_jacobian_at_once_equals_one_backward_pass_per_output_bit_for_bit() -> None:
+    """Issue 28 (user-level DP calibration): the order-preserving map's Jacobian is built in
+    one pass instead of c backward passes of a one-hot gradient; the same numbers, with ties
+    among the logits (a stable sort) and a class per rank."""
+    from fedeval.calibration.scaling_maps import (
+        order_preserving_backward,
+        order_preserving_jacobian,
+        order_preserving_logits,
+    )
+
+    rng = np.random.default_rng(28)
+    for n, c in [(1, 2), (7, 3), (50, 10)]:
+        z = rng.normal(size=(n, c))
+        z[: n // 2, 1] = z[: n // 2, 0]  # ties
+        v = rng.normal(size=(n, c)) * 3
+        _, cache = order_preserving_logits(z, v)
+        jac = order_preserving_jacobian(cache)
+        for j in range(c):
+            e = np.zeros((n, c))
+            e[:, j] = 1.0
+            np.testing.assert_array_equal(jac[:, j, :], order_preserving_backward(cache, e))

@@ -109,7 +109,7 @@ from fedeval.calibration.fedavg import one_blas_thread
 from fedeval.calibration.multiclass import procedure_record
 from fedeval.calibration.scaling_maps import (
     initial_parameters,
-    order_preserving_backward,
+    order_preserving_jacobian,
     order_preserving_logits,
 )
 from fedeval.data import Federation
@@ -208,13 +208,10 @@ def map_jacobian(
     if family == "op-vector":
         x = z - z.max(axis=1, keepdims=True)
         o, cache = order_preserving_logits(z, x * theta[:c] + theta[c:])
+        g_v = order_preserving_jacobian(cache)  # (n, c outputs, c scores)
         jac = np.empty((n, c, 2 * c))
-        for j in range(c):
-            e = np.zeros((n, c))
-            e[:, j] = 1.0
-            g_v = order_preserving_backward(cache, e)
-            jac[:, j, :c] = g_v * x
-            jac[:, j, c:] = g_v
+        jac[:, :, :c] = g_v * x[:, None, :]
+        jac[:, :, c:] = g_v
         return o, jac
     raise ValueError(f"unknown scaling family {family!r}")
 

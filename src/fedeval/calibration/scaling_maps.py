@@ -45,6 +45,7 @@ __all__ = [
     "nll_and_grad",
     "nll_residual",
     "order_preserving_backward",
+    "order_preserving_jacobian",
     "order_preserving_logits",
     "scaling_logits",
 ]
@@ -120,6 +121,28 @@ def order_preserving_backward(cache: OPCache, grad_o: NDArray[np.float64]) -> ND
     g_v = np.empty_like(g_v_sorted)
     np.put_along_axis(g_v, cache.order, g_v_sorted, axis=1)
     return g_v
+
+
+def order_preserving_jacobian(cache: OPCache) -> NDArray[np.float64]:
+    """∂o/∂v of :func:`order_preserving_logits`, shape (n, c, c): [example, output, score].
+
+    In sorted order ŷ_i = Σ_{k ≥ i} d_k m_k, so ∂ŷ_i/∂v_k = d_k σ(v_k) for
+    i ≤ k ≤ c − 2 and 0 otherwise: output class j depends on score l with
+    coefficient d σ(v) at l's rank when rank(j) ≤ rank(l). This is every row
+    :func:`order_preserving_backward` gives for a one-hot gradient, at once,
+    with the same float operations (d·σ(v) times an exact 0 or 1), so equal
+    bit for bit (tested).
+    """
+    order = cache.order
+    n, c = order.shape
+    coef_sorted = np.zeros((n, c))
+    coef_sorted[:, :-1] = cache.gaps * _sigmoid(cache.v_sorted[:, :-1])
+    coef = np.empty_like(coef_sorted)
+    np.put_along_axis(coef, order, coef_sorted, axis=1)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(c), (n, c)), axis=1)
+    below = rank[:, :, None] <= rank[:, None, :]
+    return np.asarray(coef[:, None, :] * below, dtype=np.float64)
 
 
 # ------------------------------------------------------------------------- families
