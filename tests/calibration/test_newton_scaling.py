@@ -158,3 +158,41 @@ def test_op_vector_jacobian_at_once_equals_one_backward_pass_per_output_bit_for_
             e = np.zeros((n, c))
             e[:, j] = 1.0
             np.testing.assert_array_equal(jac[:, j, :], order_preserving_backward(cache, e))
+
+
+@pytest.mark.parametrize(
+    ("family", "full"),
+    [("temperature", True), ("vector", True), ("vector", False), ("matrix", False),
+     ("op-vector", True)],
+)  # fmt: skip
+def test_batched_client_statistics_equal_the_per_client_statistic(family: str, full: bool) -> None:
+    """Issue 28 (user-level DP calibration): every client's Newton statistic computed for a
+    batch of clients at once equals the per-client one to rounding, and the clipped,
+    fixed-point sums the release adds differ by at most one unit per client and coordinate
+    (a sum within an ulp of a rounding boundary), the same law."""
+    from fedeval.calibration.newton import client_statistics, per_example_means
+    from fedeval.calibration.scaling_maps import initial_parameters
+    from fedeval.sketches.clipped_sums import ClippedSumSketch
+
+    rng = np.random.default_rng(5)
+    c, n = 4, 600
+    z = rng.normal(scale=2.0, size=(n, c))
+    z[:40, 1] = z[:40, 0]  # ties (the order-preserving map's stable sort)
+    y = rng.integers(0, c, n)
+    clients = rng.integers(0, 90, n)
+    theta0 = initial_parameters(family, c)
+    theta = theta0 + rng.normal(scale=0.2, size=theta0.size)
+    stat = per_example_means(client_statistic(family, theta, theta0, full_hessian=full))
+    many = client_statistics(family, theta, theta0, full_hessian=full, means=True)
+    fed = Federation.from_arrays(z, y, clients=clients, kind="logits")
+    ids = np.flatnonzero(fed.client_sizes > 0)
+    rows = fed.rows_of(ids)
+    starts = np.concatenate(([0], np.cumsum(fed.client_sizes[ids])[:-1]))
+    got = many(fed.scores[rows], fed.labels[rows], starts)
+    want = np.array([stat(fed.client(int(k)).scores, fed.client(int(k)).labels) for k in ids])
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13)
+    size = want.shape[1]
+    loop = ClippedSumSketch(stat, size, 0.5).encode_clients(fed)
+    fast = ClippedSumSketch(stat, size, 0.5, many).encode_clients(fed)
+    assert np.max(np.abs(fast - loop)) <= ids.size  # at most one unit per client
+    assert np.count_nonzero(fast != loop) <= max(1, fast.size // 100)  # and rarely any

@@ -264,6 +264,60 @@ def client_statistic(
     return stat
 
 
+def client_statistics(
+    family: str,
+    theta: NDArray[np.float64],
+    theta0: NDArray[np.float64],
+    *,
+    full_hessian: bool,
+    means: bool,
+) -> Any:
+    """:func:`client_statistic` of many clients at once: ``batched(z, y, starts) -> (K, size)``.
+
+    The rows of client k are ``starts[k]`` up to the next start. Every
+    per-example term (count, loss change, gradient, Hessian entries, squared
+    loss change) is computed for all rows in one pass and summed per client
+    (``np.add.reduceat``); with ``means`` each row is then divided by the
+    client's count as :func:`per_example_means` does. Equal to the per-client
+    statistic up to the order of floating-point additions (tested): under DP
+    the user-level sketch (:class:`~fedeval.sketches.clipped_sums.ClippedSumSketch`)
+    clips and rounds these rows exactly as it does the per-client vectors,
+    so the law of the release is unchanged; its rounding can differ by one
+    unit where a sum lands within an ulp of a rounding boundary.
+    """
+    d = theta.size
+    iu = np.triu_indices(d)
+
+    def batched(
+        z: NDArray[np.float64], y: NDArray[np.int64], starts: NDArray[np.intp]
+    ) -> NDArray[np.float64]:
+        n = z.shape[0]
+        o, jac = map_jacobian(family, theta, z)
+        loss, p = _losses(o, y)
+        loss0, _ = _losses(map_jacobian(family, theta0, z)[0], y)
+        r = p.copy()
+        r[np.arange(n), y] -= 1.0
+        g = np.einsum("nc,ncd->nd", r, jac)
+        jbar = np.einsum("nc,ncd->nd", p, jac)
+        if full_hessian:
+            h = np.matmul((jac * p[:, :, None]).transpose(0, 2, 1), jac)
+            hv = (h - jbar[:, :, None] * jbar[:, None, :])[:, iu[0], iu[1]]
+        else:
+            hv = np.einsum("nc,ncd->nd", p, jac * jac) - jbar * jbar
+        delta = loss - loss0
+        per = np.concatenate(
+            [np.ones((n, 1)), delta[:, None], g, hv, np.square(delta)[:, None]], axis=1
+        )
+        sums = np.add.reduceat(per, np.asarray(starts, dtype=np.intp), axis=0)
+        if means:
+            sizes = np.diff(np.append(starts, n)).astype(np.float64)
+            sums = sums / sizes[:, None]
+            sums[:, -1] = sums[:, 1] ** 2
+        return np.asarray(sums, dtype=np.float64)
+
+    return batched
+
+
 def per_example_means(stat: Any) -> Any:
     """The statistic divided by the client's example count (module docstring: under DP).
 
@@ -403,9 +457,12 @@ def federated_newton(
 
     def sketch(theta: NDArray[np.float64]) -> ClippedSumSketch:
         stat = client_statistic(family, theta, theta0, full_hessian=full)
-        if private:
-            stat = per_example_means(stat)
-        return ClippedSumSketch(stat, 3 + d + n_h, clip)
+        if not private:
+            return ClippedSumSketch(stat, 3 + d + n_h, clip)
+        # Under DP every client's vector is clipped on its own: all clients' vectors
+        # are computed in batches of rows (the per-client loop cost ~0.4 ms a client).
+        many = client_statistics(family, theta, theta0, full_hessian=full, means=True)
+        return ClippedSumSketch(per_example_means(stat), 3 + d + n_h, clip, many)
 
     theta = theta0.copy()
     schedule = Rounds(
