@@ -38,6 +38,7 @@ participations or the number of examples.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import re
 import warnings
@@ -290,17 +291,50 @@ def test_audit_temperature_user_level_dp_fast() -> None:
 
 
 def _halve_round_noise(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A deliberately broken release: every round's noise scale halved, the ε claimed unchanged."""
-    honest = rounds_module.mechanism_for
+    """A deliberately broken release: every round's noise scale halved, the ε claimed unchanged.
 
-    def half_noise(*args: Any, **kwargs: Any) -> Any:
-        mech = honest(*args, **kwargs)
-        noise = mech.noise
-        assert noise is not None and hasattr(noise, "scale"), noise
-        weak = dataclasses.replace(noise, scale=np.asarray(noise.scale) / 2)
-        return dataclasses.replace(mech, noise=weak)
+    Both places that build a mechanism are patched: :class:`~fedeval.aggregation.Rounds`
+    itself, and :func:`~fedeval.aggregation.release.reserve`, from which calibration
+    takes its rounds' mechanism (patching the first alone left the noise unchanged,
+    :func:`test_the_half_noise_twin_halves_the_released_spread`).
+    """
+    # `fedeval.aggregation.release` is also a function of the package: import the module.
+    release_module = importlib.import_module("fedeval.aggregation.release")
+    for module in (rounds_module, release_module):
+        honest = module.mechanism_for
 
-    monkeypatch.setattr(rounds_module, "mechanism_for", half_noise)
+        def half_noise(*args: Any, _honest: Any = honest, **kwargs: Any) -> Any:
+            mech = _honest(*args, **kwargs)
+            noise = mech.noise
+            assert noise is not None and hasattr(noise, "scale"), noise
+            weak = dataclasses.replace(noise, scale=np.asarray(noise.scale) / 2)
+            return dataclasses.replace(mech, noise=weak)
+
+        monkeypatch.setattr(module, "mechanism_for", half_noise)
+
+
+def test_the_half_noise_twin_halves_the_released_spread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The power check's broken release must really carry half the noise: the spread of the
+    released temperature (noise-dominated here) halves. Its F-test on 300 draws a side."""
+    model = fe.UserLevelDP(EPSILON, DELTA, clip=CLIP)
+    fed = _multiclass_fed(False)
+
+    def spread() -> float:
+        taus = [
+            fe.calibrate(
+                fed, model, method="temperature", optimizer="fedavg", population=1,
+                max_iter=1, rng=np.random.default_rng(i),
+            ).params[0]  # type: ignore[attr-defined]
+            for i in range(300)
+        ]  # fmt: skip
+        return float(np.std(taus, ddof=1))
+
+    honest = spread()
+    _halve_round_noise(monkeypatch)
+    ratio = spread() / honest
+    # The same seeds, so the two samples share their normals: the ratio is 1/2 up to
+    # the clipped part of the update, which the noise dominates (σ·C ≫ C/n).
+    assert ratio == pytest.approx(0.5, abs=0.05)
 
 
 @pytest.mark.slow
