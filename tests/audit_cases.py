@@ -248,3 +248,22 @@ def check_guarantee(case: Case) -> None:
 # ---------------------------------------------------------------------------------------------
 # The ECDF cases.
 # ---------------------------------------------------------------------------------------------
+
+
+def patch_mechanism_for(monkeypatch: pytest.MonkeyPatch, replacement: Any) -> None:
+    """Replace the one dispatch everywhere it is bound, for a broken-release twin.
+
+    Modules that imported ``mechanism_for`` by name (rounds, secret sharing,
+    the release module, ...) hold their own reference: patching the defining
+    module alone leaves them the honest dispatch, and a twin that patched one
+    of them missed the one calibration takes (``release.reserve``). Every
+    loaded fedeval module whose ``mechanism_for`` is the original gets the
+    replacement; one imported later binds the patched attribute.
+    """
+    module = importlib.import_module("fedeval.privacy.mechanism_for")
+    original = module.mechanism_for
+    importlib.import_module("fedeval.aggregation.release")  # the modules that bind it
+    importlib.import_module("fedeval.aggregation.rounds")
+    for name, loaded in list(sys.modules.items()):
+        if name.startswith("fedeval") and getattr(loaded, "mechanism_for", None) is original:
+            monkeypatch.setattr(loaded, "mechanism_for", replacement)

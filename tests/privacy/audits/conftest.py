@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from audit_cases import patch_mechanism_for
+
 
 @pytest.fixture
 def half_the_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -22,9 +24,7 @@ def half_the_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     release. The audits compare with the ε the caller asked for; each twin
     must see the broken release exceed it.
     """
-    module = importlib.import_module("fedeval.privacy.mechanism_for")
-    release_module = importlib.import_module("fedeval.aggregation.release")
-    original = module.mechanism_for
+    original = importlib.import_module("fedeval.privacy.mechanism_for").mechanism_for
 
     def weak(privacy: Any, sketch: Any, **kwargs: Any) -> Any:
         claimed = original(privacy, sketch, **kwargs)
@@ -34,6 +34,5 @@ def half_the_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             guarantee=claimed.guarantee,
         )
 
-    monkeypatch.setattr(module, "mechanism_for", weak)
-    monkeypatch.setattr(release_module, "mechanism_for", weak)
+    patch_mechanism_for(monkeypatch, weak)
     yield

@@ -48,7 +48,7 @@ import numpy as np
 import pytest
 
 import fedeval as fe
-import fedeval.aggregation.rounds as rounds_module
+from audit_cases import patch_mechanism_for
 from dp_audit import AuditResult, audit, run_many
 from fedeval.calibration.binning import bucket_of
 
@@ -293,24 +293,21 @@ def test_audit_temperature_user_level_dp_fast() -> None:
 def _halve_round_noise(monkeypatch: pytest.MonkeyPatch) -> None:
     """A deliberately broken release: every round's noise scale halved, the ε claimed unchanged.
 
-    Both places that build a mechanism are patched: :class:`~fedeval.aggregation.Rounds`
-    itself, and :func:`~fedeval.aggregation.release.reserve`, from which calibration
-    takes its rounds' mechanism (patching the first alone left the noise unchanged,
-    :func:`test_the_half_noise_twin_halves_the_released_spread`).
+    Patched wherever the dispatch is bound (:func:`audit_cases.patch_mechanism_for`):
+    patching Rounds' binding alone left the noise that calibration takes from
+    :func:`~fedeval.aggregation.release.reserve` honest
+    (:func:`test_the_half_noise_twin_halves_the_released_spread`).
     """
-    # `fedeval.aggregation.release` is also a function of the package: import the module.
-    release_module = importlib.import_module("fedeval.aggregation.release")
-    for module in (rounds_module, release_module):
-        honest = module.mechanism_for
+    honest = importlib.import_module("fedeval.privacy.mechanism_for").mechanism_for
 
-        def half_noise(*args: Any, _honest: Any = honest, **kwargs: Any) -> Any:
-            mech = _honest(*args, **kwargs)
-            noise = mech.noise
-            assert noise is not None and hasattr(noise, "scale"), noise
-            weak = dataclasses.replace(noise, scale=np.asarray(noise.scale) / 2)
-            return dataclasses.replace(mech, noise=weak)
+    def half_noise(*args: Any, **kwargs: Any) -> Any:
+        mech = honest(*args, **kwargs)
+        noise = mech.noise
+        assert noise is not None and hasattr(noise, "scale"), noise
+        weak = dataclasses.replace(noise, scale=np.asarray(noise.scale) / 2)
+        return dataclasses.replace(mech, noise=weak)
 
-        monkeypatch.setattr(module, "mechanism_for", half_noise)
+    patch_mechanism_for(monkeypatch, half_noise)
 
 
 def test_the_half_noise_twin_halves_the_released_spread(monkeypatch: pytest.MonkeyPatch) -> None:
