@@ -439,38 +439,51 @@ def _wiener_class_binary(
 ) -> tuple[NDArray[np.float64], Shrinkage]:
     """:func:`_wiener_class` of a binary tree with fewer array passes, the same float operations.
 
-    The children's two deviations are columns of one (m, 2) array; their sum
-    of squares is d0·d0 + d1·d1 (numpy's two-term row sum), the shrink factor
-    and the non-negative split (:func:`~fedeval.postprocess.tables.project_children_to_simplex`'s
-    closed form for b = 2: the first child clipped to [0, E], the second the
-    rest) are applied to the clipped rows only, so the bins and the
-    :class:`Shrinkage` are equal bit for bit (tested). A deep tree's leaf
-    level has tens of thousands of nodes, where the general form's row
-    reductions over two columns dominate.
+    The children's two deviations are the last axis of one (m, 2) array;
+    their sum of squares is d0·d0 + d1·d1 (numpy's two-term row sum), and
+    the non-negative split is :func:`~fedeval.postprocess.tables.project_children_to_simplex`'s
+    closed form for b = 2 (the first child clipped to [0, E], the second the
+    rest), so the bins and the :class:`Shrinkage` are equal bit for bit
+    (tested). A deep tree's leaf level has tens of thousands of nodes, where
+    the general form's row reductions over two columns dominate.
+    """
+    est, steps = _binary_shrinkage(released, var)
+    return est, Shrinkage(tuple(steps))
+
+
+def _binary_shrinkage(
+    released: list[NDArray[np.float64]], var: list[float]
+) -> tuple[NDArray[np.float64], list[Any]]:
+    """The binary shrinkage of :func:`_wiener_class_binary` on levels with any leading axes.
+
+    ``released[l]`` has shape (..., 2^(l+1)): one tree, or a batch of trees
+    with the same variances (bootstrap replicates, :func:`dense_roc_auc_of_leaves`).
+    Returns the shrunk bins (..., 2^L) and per level (dev, ss, s, k, kept).
     """
     first = released[0]
-    est = np.array([first[0] + first[1]])
+    est = first[..., :1] + first[..., 1:]
     parent = est
     steps = []
-    for lv, rel in enumerate(released):
-        dev = rel.reshape(-1, 2) - (parent / 2)[:, None]
-        d0, d1 = dev[:, 0], dev[:, 1]
+    for rel, k in zip(released, var, strict=False):
+        dev = rel.reshape(*rel.shape[:-1], -1, 2) - (parent / 2)[..., None]
+        d0, d1 = dev[..., 0], dev[..., 1]
         ss = d0 * d0 + d1 * d1
-        k = var[lv]
         with np.errstate(divide="ignore", invalid="ignore"):
             s = np.where(ss > k, np.minimum(np.maximum(1.0 - k / ss, 0.0), 1.0), 0.0)
-        kids = (est / 2)[:, None] + s[:, None] * dev
-        x0, x1 = kids[:, 0], kids[:, 1]
-        rows = np.flatnonzero((x0 <= 0) | (x1 <= 0))
-        if rows.size:
-            total = np.maximum(x0[rows] + x1[rows], 0.0)
-            y0 = np.minimum(np.maximum(x0[rows], 0.0), total)
-            kids[rows, 0] = y0
-            kids[rows, 1] = total - y0
-        est = kids.ravel()
+        kids = (est / 2)[..., None] + s[..., None] * dev
+        x0, x1 = kids[..., 0], kids[..., 1]
+        clipped = (x0 <= 0) | (x1 <= 0)
+        if clipped.any():
+            total = np.maximum(x0 + x1, 0.0)
+            y0 = np.minimum(np.maximum(x0, 0.0), total)
+            first_kid = np.where(clipped, y0, x0)
+            second_kid = np.where(clipped, total - y0, x1)
+            kids[..., 0] = first_kid
+            kids[..., 1] = second_kid
+        est = kids.reshape(*kids.shape[:-2], -1)
         parent = rel
         steps.append((dev, ss, s, k, kids > 0))
-    return est, Shrinkage(tuple(steps))
+    return est, steps
 
 
 def _wiener_class_scalar(
@@ -772,27 +785,8 @@ def dense_roc_auc_of_leaves(
     levels.reverse()
     counts = np.empty_like(x)
     for c in (0, 1):
-        var = _split_variances(tree, c, tree.height)
-        first = levels[0][:, c]
-        parent = first[:, :1] + first[:, 1:]
-        est = parent
-        for lv, k in enumerate(var):
-            rel = levels[lv][:, c]
-            even = parent / 2
-            d0, d1 = rel[:, 0::2] - even, rel[:, 1::2] - even
-            q = d0 * d0 + d1 * d1
-            with np.errstate(divide="ignore", invalid="ignore"):
-                s = np.where(q > k, np.minimum(np.maximum(1.0 - k / q, 0.0), 1.0), 0.0)
-            e = est / 2
-            x0, x1 = e + s * d0, e + s * d1
-            clipped = (x0 <= 0) | (x1 <= 0)
-            if clipped.any():
-                total = np.maximum(x0 + x1, 0.0)
-                y0 = np.minimum(np.maximum(x0, 0.0), total)
-                x0, x1 = np.where(clipped, y0, x0), np.where(clipped, total - y0, x1)
-            est = np.stack((x0, x1), axis=-1).reshape(x0.shape[0], -1)
-            parent = rel
-        counts[:, c] = est
+        released = [lv[:, c] for lv in levels]
+        counts[:, c] = _binary_shrinkage(released, _split_variances(tree, c, tree.height))[0]
     totals = counts.sum(axis=-1)
     below = np.zeros((x.shape[0], 2, x.shape[2] + 1))
     np.cumsum(counts, axis=-1, out=below[..., 1:])
