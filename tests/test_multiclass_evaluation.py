@@ -446,3 +446,69 @@ def test_the_small_data_warning_reads_the_projected_parts_only() -> None:
         assert "_projected" in ev.__dict__ and "_linear" not in ev.__dict__
         _ = ev.standard_errors
     assert "_linear" in ev.__dict__
+
+
+def _delta_method_ses(fed: fe.Federation, model: Any, seed: int, groups: Any) -> dict[str, Any]:
+    """The table metrics' SEs of one release, with the delta method's grouping replaced."""
+    import fedeval.multiclass_evaluation as mce
+
+    original = mce._sum_only_groups
+    try:
+        if groups is not None:
+            mce._sum_only_groups = groups  # type: ignore[assignment]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            ev = fe.evaluate(fed, model, rng=seed)
+            ses = dict(ev.standard_errors)
+    finally:
+        mce._sum_only_groups = original  # type: ignore[assignment]
+    return {k: np.asarray(v, dtype=np.float64) for k, v in ses.items() if "auc" not in k}
+
+
+def _three_classes(n: int, seed: int) -> fe.Federation:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    z = rng.normal(0.0, 1.0, (n, 3))
+    z[np.arange(n), y] += 1.5
+    return fe.Federation.from_arrays(softmax(z), y, np.arange(n) // 10, kind="probabilities")
+
+
+@pytest.mark.parametrize(
+    ("fed", "model", "seed"),
+    [
+        (_ten_classes(), fe.DistributedDP(1.0), 3),
+        (_ten_classes(), fe.LocalDP(5.0), 1),
+        (_three_classes(20_000, 0), fe.DistributedDP(1.0), 0),
+        (_three_classes(3_000, 1), fe.DistributedDP(0.5), 2),
+    ],
+    ids=["distdp-small", "ldp", "distdp-3-classes", "distdp-clipping"],
+)
+def test_grouped_delta_method_equals_the_per_coordinate_one(
+    fed: fe.Federation, model: Any, seed: int
+) -> None:
+    """One central difference per sum-only row gives every coordinate's SE (issue 28).
+
+    The pipeline reads a one-vs-rest row and a confidence row only through
+    its sum, so each member's slope is the row's and the grouped variance is
+    exact; what remains is the central differences' truncation error,
+    O((h/T)²) relative with h = 10⁻³ noise SDs and T a class total, far
+    below 10⁻⁶. A grouping that merges cells read one by one (a loss
+    histogram's) must change the SEs: the comparison can fail.
+    """
+    import fedeval.multiclass_evaluation as mce
+
+    sum_only_groups = mce._sum_only_groups
+    grouped = _delta_method_ses(fed, model, seed, None)
+    per_coordinate = _delta_method_ses(fed, model, seed, lambda sk: np.arange(sk.length))
+    assert grouped.keys() == per_coordinate.keys()
+    for key in grouped:
+        np.testing.assert_allclose(grouped[key], per_coordinate[key], rtol=1e-6, atol=1e-12)
+
+    def loss_rows_too(sk: MulticlassSketch) -> Any:
+        groups = sum_only_groups(sk)
+        start = sk.kind_offsets()["log_loss"]
+        groups[start : start + sk.loss_bins] = start
+        return groups
+
+    wrong = _delta_method_ses(fed, model, seed, loss_rows_too)
+    assert not np.allclose(wrong["log_loss"], per_coordinate["log_loss"], rtol=1e-3)

@@ -484,6 +484,7 @@ def _delta_method_se(
     vector: NDArray[np.float64],
     variance: NDArray[np.float64],
     statistic: Callable[[NDArray[np.float64]], Batch],
+    groups: NDArray[np.intp] | None = None,
 ) -> Batch:
     """Delta-method standard errors of every output of ``statistic`` (module docstring).
 
@@ -491,13 +492,28 @@ def _delta_method_se(
     10⁻³ noise standard deviations), weighted by the coordinates' independent
     noise variances: exact a.e. for the piecewise-rational, piecewise-linear
     pipeline here.
+
+    ``groups`` (one id per coordinate, optional) names coordinates that the
+    statistic reads only through their sum (:func:`_sum_only_groups`). Such
+    coordinates share one partial derivative ∂f/∂s, so their share of the
+    variance, Σ_i (∂f/∂x_i)² Var x_i, is (∂f/∂s)² Σ_i Var x_i. One central
+    difference of a single member, with the group's standard deviation
+    (Σ_i Var x_i)^½ as its scale, gives it: one pair of evaluations per
+    group instead of one per coordinate.
     """
     base = statistic(vector[None, :])
     acc = {k: np.zeros(v.shape[1:]) for k, v in base.items()}
-    active = np.flatnonzero(variance > 0)
+    if groups is None:
+        active = np.flatnonzero(variance > 0)
+        group_var = variance[active]
+    else:
+        ids, first = np.unique(groups, return_index=True)
+        group_var = np.bincount(np.searchsorted(ids, groups), weights=variance, minlength=ids.size)
+        keep = group_var > 0
+        active, group_var = first[keep], group_var[keep]
     for start in range(0, active.size, _FD_CHUNK):
         idx = active[start : start + _FD_CHUNK]
-        sd = np.sqrt(variance[idx])
+        sd = np.sqrt(group_var[start : start + _FD_CHUNK])
         h = _FD_STEP * sd
         k = idx.size
         batch = np.repeat(vector[None, :], 2 * k, axis=0)
@@ -511,6 +527,30 @@ def _delta_method_se(
     return {
         k: np.where(np.isnan(base[k][0]), np.nan, np.sqrt(acc[k])) for k in base
     }  # NaN metric → NaN SE
+
+
+def _sum_only_groups(sketch: MulticlassSketch) -> NDArray[np.intp]:
+    """Group ids of the vector's coordinates for :func:`_delta_method_se` of the table metrics.
+
+    Steps 1–4 followed by :func:`_table_metrics` read a one-vs-rest histogram
+    row (class j's negatives, or its positives) only through its sum: class
+    j's total and its prevalence ratio. They read the confidence histogram's
+    two rows (wrong, right) only through their sums: the part's total and its
+    accuracy ratio (its projected cells are not a table metric). Each such
+    row is one group; every other coordinate is its own group.
+    ``tests/unit/test_multiclass_delta_groups.py`` checks the grouped SEs
+    against the per-coordinate ones.
+    """
+    length = sketch.length
+    ids = np.arange(length, dtype=np.intp)
+    parts = sketch.unflatten(ids[None, :].astype(np.float64))
+    groups = ids.copy()
+    for kind in ("one_vs_rest", "top_label"):
+        if kind in parts:
+            block = parts[kind][0]
+            rows = block.reshape(-1, block.shape[-1]).astype(np.intp)
+            groups[rows] = rows[:, :1]  # the row's first coordinate names its group
+    return groups
 
 
 def _folded_mean(mu: NDArray[np.float64], s: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -1063,8 +1103,13 @@ class MulticlassEvaluation(ReceiptAccessors):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             if self.private:
-                through = _delta_method_se(vec, var, self._pipeline(nonneg=True, src=b.src))
-                linear = _delta_method_se(vec, var, self._pipeline(nonneg=False, src=b.src))
+                groups = _sum_only_groups(sk)
+                through = _delta_method_se(
+                    vec, var, self._pipeline(nonneg=True, src=b.src), groups
+                )
+                linear = _delta_method_se(
+                    vec, var, self._pipeline(nonneg=False, src=b.src), groups
+                )
                 lin = {k: x[None] for k, x in b.linear.items()}
                 reference = {k: v[0] for k, v in _table_metrics(lin, sk).items()}
                 ses: dict[str, Any] = {
