@@ -85,13 +85,14 @@ def test_locating_one_threshold_equals_the_array_form(
 @pytest.mark.parametrize(
     "edges",
     [
-        np.linspace(0.0, 1.0, 65),  # 64 equal bins
+        np.linspace(0.0, 1.0, 65),  # 64 equal bins: dyadic, no edge inside a table cell
+        np.r_[0.0, 2.0**-10, 2.0**-6, np.arange(4, 16) / 16, 1 - 2.0**-8, 1.0],  # dyadic, uneven
         np.r_[0.0, np.sort(np.random.default_rng(1).random(40)), 1.0],  # arbitrary edges
         np.r_[0.0, 0.5, 0.5 + 2.0**-25, 0.5 + 2.0**-24, 1.0],  # too close for a 2^20 table
         np.r_[0.0, 1e-9, 0.3, 0.3 + 1e-5, 1.0 - 1e-12, 1.0],  # clustered, needs a fine table
         np.array([0.0, 1.0]),  # one bin: no inner edge
     ],
-    ids=["uniform", "random", "fallback", "clustered", "one-bin"],
+    ids=["uniform", "dyadic", "random", "fallback", "clustered", "one-bin"],
 )
 def test_bin_of_edges_table_lookup_is_the_binary_search(edges: np.ndarray) -> None:
     """The lookup-table path of bin_of_edges gives the left-closed binary search's bin for

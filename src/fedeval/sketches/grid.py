@@ -295,7 +295,8 @@ def bin_of_edges(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[
             np.fmax(u, 0.0, out=u)
             cell = u.astype(np.intp)
             out = below[cell]
-            out += xs >= inside[cell]
+            if inside is not None:
+                out += xs >= inside[cell]
             return out
     return np.searchsorted(inner, xs, side="right")
 
@@ -307,7 +308,7 @@ _EDGE_TABLE_MIN_VALUES = 1 << 12
 @functools.lru_cache(maxsize=64)
 def _unit_edge_table(
     inner: tuple[float, ...],
-) -> tuple[float, NDArray[np.intp], NDArray[np.float64]] | None:
+) -> tuple[float, NDArray[np.intp], NDArray[np.float64] | None] | None:
     """Lookup tables for :func:`bin_of_edges` of inner edges in (0, 1), or None.
 
     With M = 2^k fine cells [u/M, (u+1)/M) (x·M is exact, so ⌊x·M⌋ = u puts x
@@ -315,7 +316,9 @@ def _unit_edge_table(
     ≤ x: ``below[u]`` (those ≤ u/M) plus 1 if the one edge strictly inside the
     cell, ``inside[u]`` (+inf if none), is ≤ x. M is the smallest power of two
     from 2^10 to 2^20 that leaves at most one edge strictly inside every cell;
-    None (binary search) if none does.
+    None (binary search) if none does. ``inside`` is None when no edge is
+    strictly inside any cell (every edge a multiple of 1/M, as the planned
+    dyadic multiclass edges are): the cell alone gives the bin.
     """
     e = np.asarray(inner, dtype=np.float64)
     if e.size == 0:
@@ -328,8 +331,10 @@ def _unit_edge_table(
         count = before_next - below
         if count.max() > 1:
             continue
-        inside = np.full(m + 1, np.inf)
         one = np.flatnonzero(count == 1)
+        if one.size == 0:  # every edge on the grid (dyadic edges): the cell alone gives the bin
+            return float(m), below.astype(np.intp), None
+        inside = np.full(m + 1, np.inf)
         inside[one] = e[below[one]]
         return float(m), below.astype(np.intp), inside
     return None

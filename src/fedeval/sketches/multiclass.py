@@ -128,7 +128,7 @@ __all__ = [
     "top_label_edges",
 ]
 
-_CHUNK = 1 << 15
+_CHUNK = 1 << 14
 BRIER_BOUND = 2.0
 """Largest Brier score of one example: Σ_j (p_j − y_j)² ≤ 2 for a probability vector."""
 
