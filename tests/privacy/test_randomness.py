@@ -9,6 +9,7 @@ seed under DP warns with its own class, and the receipt says what a seed means.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -91,3 +92,43 @@ def test_headline_examples_show_no_fixed_seed_unless_they_say_simulation() -> No
     doc = fe.__doc__ or ""
     assert "rng=0" not in doc
     assert "fe.Context" in doc
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(
+    "model",
+    [fe.DistributedDP(1.0), fe.CentralDP(1.0), fe.DistributedDP(1.0, noise="skellam", delta=1e-6)],
+    ids=["distdp-laplace", "central", "distdp-skellam"],
+)
+def test_a_32_bit_bit_generator_gives_the_stated_noise(model: Any, two_sample_chi2_pvalue) -> None:
+    """A Generator over MT19937 (32-bit raw words) releases noise of the stated law.
+
+    The samplers read 64-bit words. ``random_raw`` of a 32-bit bit generator
+    returns 32-bit values, so its words had 32 zero top bits: U < 2⁻³¹ in
+    every draw, the discrete Laplace magnitude was at least about 21.5 scales,
+    and no small noise value was ever released (an output one count away
+    had probability 0 under a neighbour: ε = ∞). The released noise must have
+    the law PCG64's has: a two-sample chi-square over every coordinate of
+    several releases, and the variance the release states.
+    """
+    from fedeval.aggregation import release
+    from fedeval.sketches.hierarchy import HierarchySketch, HierarchySpec
+
+    sketch = HierarchySketch(HierarchySpec(5, 2, (0.0, 1.0), 2))
+    fed = _fed()
+    exact = np.asarray(sketch.encode_clients(fed), dtype=np.float64)
+
+    def noise(bitgen: np.random.BitGenerator) -> tuple[np.ndarray, np.ndarray]:
+        gen = np.random.Generator(bitgen)
+        draws, variances = [], []
+        for _ in range(40):
+            out = release(fed, sketch, model, rng=gen)
+            draws.append(np.asarray(out.values, dtype=np.float64) - exact)
+            variances.append(np.broadcast_to(out.variance, exact.shape))
+        return np.concatenate(draws), np.concatenate(variances)
+
+    ours, var = noise(np.random.MT19937(5))
+    reference, _ = noise(np.random.PCG64(6))
+    assert two_sample_chi2_pvalue(ours.astype(np.int64), reference.astype(np.int64)) > 1e-4
+    z2 = np.square(ours) / var  # E = 1; Var(z²) = κ − 1 ≤ 6 for these laws (Laplace's kurtosis)
+    assert abs(z2.mean() - 1.0) <= 5.0 * np.sqrt(6.0 / z2.size)

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fedeval.data.grouping import grouped
+from fedeval.privacy.sampling import raw_words
 
 __all__ = ["StreamedBound"]
 
@@ -204,7 +205,7 @@ class StreamedBound:
 
     def _words(self, n: int) -> NDArray[np.uint32]:
         """``n`` independent integers uniform on {0, ..., 2^32 − 1}."""
-        raw = self.rng.bit_generator.random_raw((n + 1) // 2)
+        raw = raw_words(self.rng, (n + 1) // 2)
         words: NDArray[np.uint32] = raw.view(np.uint32)[:n]
         return words
 

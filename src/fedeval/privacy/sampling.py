@@ -23,6 +23,7 @@ from fedeval.data.grouping import group_order
 
 __all__ = [
     "additive_shares",
+    "raw_words",
     "assign_groups",
     "client_streams",
     "contribution_mask",
@@ -39,6 +40,29 @@ __all__ = [
 
 #: numpy's hypergeometric sampler needs fewer than 10^9 items in the urn.
 SPLIT_COUNTS_LIMIT = 10**9
+
+
+def raw_words(gen: np.random.Generator, n: int) -> NDArray[np.uint64]:
+    """``n`` independent words uniform on {0, …, 2⁶⁴ − 1}, whatever ``gen``'s bit generator.
+
+    ``gen.bit_generator.random_raw`` alone is not this: a 32-bit bit
+    generator (numpy's MT19937) returns 32-bit values there, so every word's
+    top half would be 0. ``integers`` over the full 64-bit range returns the
+    bit generator's ``next_uint64`` (two 32-bit outputs for MT19937). For the
+    bit generators whose raw output is known to be that same 64-bit word
+    (:data:`_RAW_IS_64_BITS`; tested), ``random_raw`` gives the same words
+    about 20 % faster, and is used.
+    """
+    kind = type(gen.bit_generator)
+    if f"{kind.__module__.partition('.')[0]}.{kind.__name__}" in _RAW_IS_64_BITS:
+        return np.asarray(gen.bit_generator.random_raw(n), dtype=np.uint64)
+    return gen.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
+
+
+#: Bit generators whose ``random_raw`` is their ``next_uint64``: numpy's 64-bit ones, randomgen's ChaCha.
+_RAW_IS_64_BITS = frozenset(
+    {"numpy.PCG64", "numpy.PCG64DXSM", "numpy.SFC64", "numpy.Philox", "randomgen.ChaCha"}
+)
 
 
 def poisson_sample(

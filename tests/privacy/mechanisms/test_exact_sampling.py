@@ -46,6 +46,8 @@ TWO63 = 1 << 63
 def _bit_generator(name: str, seed: int) -> np.random.BitGenerator:
     if name == "pcg64":
         return np.random.PCG64(seed)
+    if name == "mt19937":  # 32-bit raw output: its random_raw words have 32 zero top bits
+        return np.random.MT19937(seed)
     randomgen = pytest.importorskip("randomgen")
     return randomgen.ChaCha(seed=seed, rounds=20)  # type: ignore[no-any-return]
 
@@ -350,7 +352,7 @@ def _check_laplace(x: NDArray[np.int64], scale: float) -> None:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("bitgen", ["pcg64", "chacha"])
+@pytest.mark.parametrize("bitgen", ["pcg64", "chacha", "mt19937"])
 @pytest.mark.parametrize("scale", [0.7, 8.0, 100.0, 3e6])
 def test_discrete_laplace_law(bitgen, scale) -> None:
     gen = np.random.Generator(_bit_generator(bitgen, 21))
@@ -360,7 +362,7 @@ def test_discrete_laplace_law(bitgen, scale) -> None:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("bitgen", ["pcg64", "chacha"])
+@pytest.mark.parametrize("bitgen", ["pcg64", "chacha", "mt19937"])
 def test_discrete_laplace_per_entry_scales(bitgen) -> None:
     scales = np.repeat([0.7, 8.0, 100.0, 3e6], 150_000)
     order = np.random.default_rng(1).permutation(scales.size)
@@ -401,7 +403,7 @@ def _check_gaussian(x: NDArray[np.int64], sigma: float) -> None:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("bitgen", ["pcg64", "chacha"])
+@pytest.mark.parametrize("bitgen", ["pcg64", "chacha", "mt19937"])
 @pytest.mark.parametrize("sigma", [0.7, 4.0, 40.0, 1e5])
 def test_discrete_gaussian_law(bitgen, sigma) -> None:
     gen = np.random.Generator(_bit_generator(bitgen, 41))
@@ -411,7 +413,7 @@ def test_discrete_gaussian_law(bitgen, sigma) -> None:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("bitgen", ["pcg64", "chacha"])
+@pytest.mark.parametrize("bitgen", ["pcg64", "chacha", "mt19937"])
 def test_discrete_gaussian_per_entry_sigmas(bitgen) -> None:
     sigmas = np.repeat([0.7, 4.0, 40.0, 1e5], 100_000)
     sigmas = sigmas[np.random.default_rng(2).permutation(sigmas.size)]
@@ -476,3 +478,31 @@ def test_bad_sigmas_are_refused() -> None:
         sample_discrete_gaussian(np.array([1.0, 2.0**41]), np.random.default_rng(0))
     with pytest.raises(ValueError, match="sigma"):
         DiscreteGaussian(2.0**41).sample(3, rng=0)
+
+
+@pytest.mark.parametrize("bitgen", ["pcg64", "pcg64dxsm", "sfc64", "philox", "chacha", "mt19937"])
+def test_raw_words_are_64_uniform_bits_whatever_the_bit_generator(bitgen) -> None:
+    """raw_words are the bit generator's next_uint64 (what ``integers`` over the full range
+    returns): random_raw's words where those are 64 bits (the generators it reads random_raw
+    of; so every seeded release is unchanged), two 32-bit outputs for MT19937, whose
+    random_raw has 32 bits only."""
+    from fedeval.privacy.sampling import raw_words
+
+    def make(seed: int) -> np.random.BitGenerator:
+        extra = {"pcg64dxsm": np.random.PCG64DXSM, "sfc64": np.random.SFC64,
+                 "philox": np.random.Philox}
+        return extra[bitgen](seed) if bitgen in extra else _bit_generator(bitgen, seed)
+
+    words = raw_words(np.random.Generator(make(7)), 4096)
+    assert words.dtype == np.uint64 and words.shape == (4096,)
+    next_uint64 = np.random.Generator(make(7)).integers(
+        0, 2**64 - 1, size=4096, dtype=np.uint64, endpoint=True
+    )
+    np.testing.assert_array_equal(words, next_uint64)
+    top_bits = np.unpackbits((words >> np.uint64(32)).astype(np.uint32).view(np.uint8))
+    assert abs(top_bits.mean() - 0.5) <= 5 * math.sqrt(0.25 / top_bits.size)  # 2^17 fair bits
+    raw = make(7).random_raw(4096)
+    if bitgen == "mt19937":
+        assert int(raw.max()) < 1 << 32  # why random_raw alone cannot be used
+    else:
+        np.testing.assert_array_equal(words, raw)

@@ -1,12 +1,12 @@
 """Exact, vectorised samplers: float proposes, certified integers decide.
 
 Every draw here is *inversion of one infinite uniform* U = 0.b₁b₂b₃… whose
-first 63 bits are the top 63 bits of one raw word of
-``gen.bit_generator.random_raw`` (its lowest bit is a spare, used for a
-sign) and whose further bits are more raw words, drawn only when the first
+first 63 bits are the top 63 bits of one uniform 64-bit word
+(:func:`fedeval.privacy.sampling.raw_words`; its lowest bit is a spare, used
+for a sign) and whose further bits are more words, drawn only when the first
 63 do not decide the outcome. The output is F⁻¹(U) for the target
 distribution F, computed *exactly*, so the law of the output is exactly the
-target law whatever the bit generator (PCG64, ChaCha, ...): the guarantees
+target law whatever the bit generator (PCG64, ChaCha, MT19937, ...): the guarantees
 computed for the target hold with δ = 0 and nothing hidden in rounding.
 numpy's ``geometric``, ``random`` and the like are never used: their laws
 are the targets' only up to rounding, and the inversion of a 53-bit float
@@ -89,6 +89,8 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
+
+from fedeval.privacy.sampling import raw_words
 
 __all__ = [
     "MAX_SCALE",
@@ -228,7 +230,7 @@ class LazyUniform:
         self._gen = gen
 
     def extend(self) -> None:
-        word = int(self._gen.bit_generator.random_raw())
+        word = int(raw_words(self._gen, 1)[0])
         self.prefix = (self.prefix << 64) | word
         self.bits += 64
 
@@ -594,12 +596,11 @@ class LaplaceSampler:
     def sample(self, n: int, gen: np.random.Generator) -> NDArray[np.int64]:
         """n i.i.d. exact draws, consuming raw words of ``gen``'s bit generator."""
         out = np.empty(n, dtype=np.int64)
-        draw = gen.bit_generator.random_raw
         work = _Workspace(min(n, _CHUNK))
         with np.errstate(divide="ignore", invalid="ignore"):
             for start in range(0, n, _CHUNK):
                 m = min(_CHUNK, n - start)
-                raw = np.asarray(draw(m), dtype=np.uint64)
+                raw = raw_words(gen, m)
                 values, ok = self._decode(raw, work, out[start : start + m])
                 if not ok.all():
                     for i in np.flatnonzero(~ok):
@@ -674,7 +675,7 @@ def sample_discrete_laplace_scales(
         raise ValueError(
             f"table-free scales must lie in [{MIN_TABLELESS_SCALE}, 2^50], got {t.min()}..{t.max()}"
         )
-    raw = np.asarray(gen.bit_generator.random_raw(t.size), dtype=np.uint64)
+    raw = raw_words(gen, t.size)
     rate = 1.0 / t
     alpha = exp_neg(rate)
     c63 = 2.0 / (1.0 + alpha) * float(1 << 63)
@@ -777,14 +778,13 @@ class GaussianSampler:
         """n i.i.d. exact draws, consuming raw words of ``gen``'s bit generator."""
         out = np.empty(n, dtype=np.int64)
         proposal = laplace_sampler(Fraction(1, self.t), _table_size_for(n))
-        draw = gen.bit_generator.random_raw
         filled = 0
         rate = 0.6
         while filled < n:
             need = n - filled
             m = min(_CHUNK, int(need / rate * 1.05) + 16)
             y = proposal.sample(m, gen)
-            raw = np.asarray(draw(m), dtype=np.uint64)
+            raw = raw_words(gen, m)
             accept, certified = self.decide(y, raw)
             if not certified.all():
                 for i in np.flatnonzero(~certified):
