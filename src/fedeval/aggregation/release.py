@@ -403,9 +403,11 @@ def finish_sum(
     if mech.noise is None:
         variance = np.zeros(sketch.length)
     else:
+        # One variance for every noise variable (the usual case) stays a read-only
+        # broadcast view: no vector-sized array (134 MB at h = 22), and a write fails.
         basis_var = np.broadcast_to(
             np.asarray(mech.noise.variance(n_received), dtype=np.float64), (sketch.noise_size,)
-        ).copy()
+        )
         variance = np.asarray(sketch.noise_to_variance(basis_var), dtype=np.float64)
     sampling = None
     if clients_per_part is not None:
