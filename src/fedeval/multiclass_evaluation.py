@@ -508,7 +508,8 @@ def _delta_method_se(
         group_var = variance[active]
     else:
         ids, first = np.unique(groups, return_index=True)
-        group_var = np.bincount(np.searchsorted(ids, groups), weights=variance, minlength=ids.size)
+        slot = np.searchsorted(ids, groups)
+        group_var = np.bincount(slot, weights=variance, minlength=ids.size).astype(np.float64)
         keep = group_var > 0
         active, group_var = first[keep], group_var[keep]
     for start in range(0, active.size, _FD_CHUNK):
@@ -1104,12 +1105,8 @@ class MulticlassEvaluation(ReceiptAccessors):
             warnings.simplefilter("ignore", RuntimeWarning)
             if self.private:
                 groups = _sum_only_groups(sk)
-                through = _delta_method_se(
-                    vec, var, self._pipeline(nonneg=True, src=b.src), groups
-                )
-                linear = _delta_method_se(
-                    vec, var, self._pipeline(nonneg=False, src=b.src), groups
-                )
+                through = _delta_method_se(vec, var, self._pipeline(nonneg=True, src=b.src), groups)
+                linear = _delta_method_se(vec, var, self._pipeline(nonneg=False, src=b.src), groups)
                 lin = {k: x[None] for k, x in b.linear.items()}
                 reference = {k: v[0] for k, v in _table_metrics(lin, sk).items()}
                 ses: dict[str, Any] = {

@@ -23,13 +23,13 @@ from fedeval.data.grouping import group_order
 
 __all__ = [
     "additive_shares",
-    "raw_words",
     "assign_groups",
     "client_streams",
     "contribution_mask",
     "group_sizes",
     "poisson_sample",
     "public_uniform",
+    "raw_words",
     "reconstruct_shares",
     "sample_clients",
     "seeded_contribution_mask",
@@ -59,7 +59,7 @@ def raw_words(gen: np.random.Generator, n: int) -> NDArray[np.uint64]:
     return gen.integers(0, np.iinfo(np.uint64).max, size=n, dtype=np.uint64, endpoint=True)
 
 
-#: Bit generators whose ``random_raw`` is their ``next_uint64``: numpy's 64-bit ones, randomgen's ChaCha.
+#: Bit generators whose ``random_raw`` is their ``next_uint64`` (numpy's 64-bit ones, ChaCha).
 _RAW_IS_64_BITS = frozenset(
     {"numpy.PCG64", "numpy.PCG64DXSM", "numpy.SFC64", "numpy.Philox", "randomgen.ChaCha"}
 )

@@ -489,8 +489,11 @@ def test_raw_words_are_64_uniform_bits_whatever_the_bit_generator(bitgen) -> Non
     from fedeval.privacy.sampling import raw_words
 
     def make(seed: int) -> np.random.BitGenerator:
-        extra = {"pcg64dxsm": np.random.PCG64DXSM, "sfc64": np.random.SFC64,
-                 "philox": np.random.Philox}
+        extra = {
+            "pcg64dxsm": np.random.PCG64DXSM,
+            "sfc64": np.random.SFC64,
+            "philox": np.random.Philox,
+        }
         return extra[bitgen](seed) if bitgen in extra else _bit_generator(bitgen, seed)
 
     words = raw_words(np.random.Generator(make(7)), 4096)
