@@ -71,7 +71,8 @@ the policy of the binary dense curves (:data:`fedeval.metrics.dense.PINNED_FLOOR
 :func:`fedeval.metrics.dense.dense_auc_se`): SE_through is the delta method
 through the projections (their exact a.e. derivative, by central differences
 of the whole pipeline on the known per-coordinate noise variances, step 10⁻³
-noise standard deviations); SE_linear the same pipeline with the projections
+noise standard deviations; one difference per histogram row that the pipeline
+reads only through its sum, :func:`_sum_only_groups`); SE_linear the same pipeline with the projections
 replaced by their linear part (the least-squares shifts, no clipping), whose
 quarter floors an SE that a pinned projection would set to 0; D the
 difference between the projected and the linear estimates, the projection's
