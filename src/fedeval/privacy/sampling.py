@@ -19,8 +19,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from fedeval.data.grouping import group_order
-
 __all__ = [
     "additive_shares",
     "assign_groups",
@@ -200,6 +198,10 @@ def contribution_mask(
     over = sizes > bounds
     if not over.any():
         return keep
+    # On first use: importing fedeval.data costs ~60 ms, which the samplers'
+    # raw_words (this module) must not add to `fedeval plan` (issue 28's start-up target).
+    from fedeval.data.grouping import group_order
+
     rows = np.flatnonzero(over[client_index])
     rows = rows[rng.permutation(rows.size)]
     grouped = rows[group_order(client_index[rows], sizes.shape[0])]
