@@ -459,3 +459,33 @@ def test_partial_auc_under_dp_stays_in_range_near_the_exact_value() -> None:
     assert ev.partial_roc_auc(1.0) == pytest.approx(ev.roc_auc, abs=1e-9)
     with pytest.raises(ValueError, match="max_fpr"):
         ev.partial_roc_auc(0.0)
+
+
+def test_a_small_data_warning_nobody_sees_is_not_computed() -> None:
+    """Under ``simplefilter("ignore")`` (the audits, a silenced simulation) the warning's check,
+    whose output is only the warning, is skipped: the AUC's SE is not computed until asked for
+    (issue 28: it was 60-70 % of a 100-example release). A warning that is shown, or a filter
+    that only some messages or modules match, keeps the full check and the same message."""
+    import warnings
+
+    rng = np.random.default_rng(100)
+    s = rng.random(100)
+    fed = fe.Federation.from_arrays(s, (rng.random(100) < s).astype(int))
+    model = fe.DistributedDP(1.0)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        seen = fe.evaluate(fed, model, rng=np.random.default_rng(7))
+    messages = [str(w.message) for w in shown if w.category is fe.SmallDataWarning]
+    assert len(messages) == 1 and "AUC standard error" in messages[0]
+    assert "roc_auc_se" in vars(seen)  # the check needed it
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("ignore")
+        quiet = fe.evaluate(fed, model, rng=np.random.default_rng(7))
+    assert shown == [] and "roc_auc_se" not in vars(quiet)
+    assert quiet.roc_auc == seen.roc_auc and quiet.roc_auc_se == seen.roc_auc_se  # same release
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message="nothing like it", category=fe.SmallDataWarning)
+        partly = fe.evaluate(fed, model, rng=np.random.default_rng(7))
+    assert [str(w.message) for w in shown if w.category is fe.SmallDataWarning] == messages
+    assert "roc_auc_se" in vars(partly)

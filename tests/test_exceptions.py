@@ -71,3 +71,38 @@ def test_the_hierarchy_lets_users_filter_fedeval_alone() -> None:
     for name in OURS:
         assert issubclass(getattr(exceptions, name), UserWarning)
     assert {"SmallDataWarning", "SeededRandomnessWarning", "PublicFactWarning"} <= OURS
+
+
+def test_certainly_ignored_reads_only_filters_that_match_every_message_module_and_line() -> None:
+    """The first filter for the category decides, and only an unconditional "ignore" counts."""
+    import warnings
+
+    from fedeval.exceptions import certainly_ignored
+
+    small = fe.SmallDataWarning
+    cases = [
+        (lambda: warnings.simplefilter("ignore"), True),
+        (lambda: warnings.simplefilter("ignore", fe.FedevalWarning), True),
+        (lambda: warnings.simplefilter("ignore", small), True),
+        (lambda: warnings.simplefilter("ignore", fe.SeededRandomnessWarning), False),
+        (lambda: warnings.simplefilter("always"), False),
+        (lambda: warnings.simplefilter("error", small), False),
+        (
+            lambda: warnings.filterwarnings("ignore", message="released class", category=small),
+            False,
+        ),
+        (lambda: warnings.filterwarnings("ignore", category=small, module="mine"), False),
+        (lambda: warnings.filterwarnings("ignore", category=small, lineno=3), False),
+    ]
+    for install, expected in cases:
+        with warnings.catch_warnings():
+            warnings.resetwarnings()  # no filter at all: Python's default shows it
+            assert not certainly_ignored(small)
+            install()
+            assert certainly_ignored(small) is expected
+    with warnings.catch_warnings():  # the first matching filter wins, as in warnings.warn
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("always", small)
+        assert not certainly_ignored(small)
+        warnings.simplefilter("ignore", fe.FedevalWarning)
+        assert certainly_ignored(small)

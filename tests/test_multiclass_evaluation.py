@@ -437,15 +437,22 @@ def test_cli_compare_exact_for_several_score_columns(
 
 def test_the_small_data_warning_reads_the_projected_parts_only() -> None:
     """Issue 28: an evaluation stays cheap until a metric is asked for; the warning's check
-    computes steps 1-4 once (projected), not their linear twin (a metric's bias term)."""
+    computes steps 1-4 once (projected), not their linear twin (a metric's bias term); and
+    when the warning is ignored the check does not run at all."""
     p = np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]])
     fed = fe.Federation.from_arrays(p, np.array([0, 1, 1, 0]), np.arange(4), kind="probabilities")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
         ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
+        assert any(w.category is fe.SmallDataWarning for w in shown)
         assert "_projected" in ev.__dict__ and "_linear" not in ev.__dict__
         _ = ev.standard_errors
     assert "_linear" in ev.__dict__
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("ignore")
+        quiet = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
+    assert shown == [] and "_projected" not in quiet.__dict__
+    assert quiet.accuracy == ev.accuracy  # the same release, computed when asked
 
 
 def _delta_method_ses(fed: fe.Federation, model: Any, seed: int, groups: Any) -> dict[str, Any]:

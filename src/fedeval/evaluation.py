@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from fedeval.aggregation import Path, release
 from fedeval.data import Federation, Scan
-from fedeval.exceptions import SmallDataWarning
+from fedeval.exceptions import SmallDataWarning, certainly_ignored
 from fedeval.metrics.auc import BucketStrategy, mcclish_partial_auc, roc_auc_score
 from fedeval.metrics.binned_calibration import (
     BinnedCalibrationError,
@@ -1200,6 +1200,6 @@ def evaluate(
     )
     seed = uniform_seed(gen)
     ev = Evaluation(tree, params, chosen, bootstrap_replicates, seed, size.receipt)
-    if private:
+    if private and not certainly_ignored(SmallDataWarning):  # its only output is a warning
         _warn_if_unreliable(ev, stacklevel=3)
     return ev

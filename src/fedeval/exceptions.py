@@ -15,6 +15,7 @@ __all__ = [
     "PublicFactWarning",
     "SeededRandomnessWarning",
     "SmallDataWarning",
+    "certainly_ignored",
     "warn_at_caller",
 ]
 
@@ -57,3 +58,26 @@ def warn_at_caller(message: str, category: type[FedevalWarning]) -> None:
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def certainly_ignored(category: type[Warning]) -> bool:
+    """True when the warnings filters ignore ``category`` wherever and however it is raised.
+
+    Lets a check whose only output is a warning skip its work when nobody
+    will see the warning (the tiny releases of a privacy audit, a simulation
+    that silences fedeval): the first filter that matches the category
+    decides, as in :func:`warnings.warn`, but only a filter that matches
+    every message, module and line (``warnings.simplefilter("ignore", ...)``
+    and ``-W ignore``) counts; any other filter for the category (a message
+    or module pattern, "error", "always", ...) answers False, and the check
+    runs and warns as it always did. Also False under context-aware warnings
+    (Python ≥ 3.14's ``sys.flags.context_aware_warnings``), where
+    ``warnings.filters`` need not be the filters in force.
+    """
+    if getattr(sys.flags, "context_aware_warnings", False):
+        return False
+    for action, message, kind, module, lineno in warnings.filters:
+        if not issubclass(category, kind):
+            continue
+        return action == "ignore" and message is None and module is None and not lineno
+    return False  # no filter: Python's default action shows a UserWarning
