@@ -1080,7 +1080,9 @@ def evaluate(
         Under differential privacy, when a class's released count is not
         clearly above its noise (3 standard errors) or not positive: the class
         is empty or small, and the metrics are NaN or unreliable. The decision
-        and the message use released values only.
+        and the message use released values only. When the warnings filters
+        ignore it (:func:`fedeval.exceptions.certainly_ignored`), the check is
+        skipped: it has no other output.
 
     Notes
     -----
