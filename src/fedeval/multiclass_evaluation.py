@@ -72,9 +72,10 @@ the policy of the binary dense curves (:data:`fedeval.metrics.dense.PINNED_FLOOR
 through the projections (their exact a.e. derivative, by central differences
 of the whole pipeline on the known per-coordinate noise variances, step 10⁻³
 noise standard deviations; one difference per histogram row that the pipeline
-reads only through its sum, :func:`_sum_only_groups`); SE_linear the same pipeline with the projections
-replaced by their linear part (the least-squares shifts, no clipping), whose
-quarter floors an SE that a pinned projection would set to 0; D the
+reads only through its sum, :func:`_sum_only_groups`); SE_linear the same
+pipeline with the projections replaced by their linear part (the
+least-squares shifts, no clipping), whose quarter floors an SE that a
+pinned projection would set to 0; D the
 difference between the projected and the linear estimates, the projection's
 bias as measured on this release (E D² = bias² + Var D). The one-vs-rest
 AUCs take the dense SE with the same three terms (through the shrinkage and
@@ -540,8 +541,8 @@ def _sum_only_groups(sketch: MulticlassSketch) -> NDArray[np.intp]:
     two rows (wrong, right) only through their sums: the part's total and its
     accuracy ratio (its projected cells are not a table metric). Each such
     row is one group; every other coordinate is its own group.
-    ``tests/unit/test_multiclass_delta_groups.py`` checks the grouped SEs
-    against the per-coordinate ones.
+    ``tests/test_multiclass_evaluation.py::test_grouped_delta_method_equals_the_per_coordinate_one``
+    checks the grouped SEs against the per-coordinate ones.
     """
     length = sketch.length
     ids = np.arange(length, dtype=np.intp)
