@@ -106,14 +106,19 @@ def _height_and_positives(fed: fe.Federation, model: Any) -> Draw:
     return run_many(_quiet(one))
 
 
-def _leaf_count(fed: fe.Federation, model: Any, *, path: Path = "fast", leaf: int = 1) -> Draw:
-    """The released positive count of one leaf (height 1: two leaves per class)."""
+def _leaf_count(
+    fed: fe.Federation, model: Any, *, path: Path = "fast", leaf: int = 1, generator: Any = None
+) -> Draw:
+    """The released positive count of one leaf (height 1: two leaves per class).
+
+    ``generator`` builds each run's ``rng`` from its seed (default: PCG64).
+    """
 
     def one(rng: np.random.Generator) -> float:
         ev = fe.evaluate(fed, model, height=1, path=path, rng=rng, bootstrap_replicates=2)
         return float(ev.tree.leaves[1, leaf])
 
-    return run_many(_quiet(one))
+    return run_many(_quiet(one), generator or np.random.default_rng)
 
 
 def _leaf_difference(fed: fe.Federation, model: Any) -> Draw:
@@ -167,7 +172,7 @@ def test_audit_planner_boundary(name: str) -> None:
 
 
 # --------------------------------------------------- (b) a leaf count, tight
-def _leaf_audit(name: str, seed: int, size: dict[str, int]) -> AuditResult:
+def _leaf_audit(name: str, seed: int, size: dict[str, int], generator: Any = None) -> AuditResult:
     if name == "ldp":
         model = fe.LocalDP(1.0)
         return audit(
@@ -183,8 +188,8 @@ def _leaf_audit(name: str, seed: int, size: dict[str, int]) -> AuditResult:
     # (the fast path samples their sum, the same law as central DP's noise).
     path: Path = "faithful" if name == "distdp" else "fast"
     return audit(
-        _leaf_count(_leaf_federation(False), model, path=path),
-        _leaf_count(_leaf_federation(True), model, path=path),
+        _leaf_count(_leaf_federation(False), model, path=path, generator=generator),
+        _leaf_count(_leaf_federation(True), model, path=path, generator=generator),
         claimed_epsilon=model.epsilon,
         seed=seed,
         confidence=CONFIDENCE,
@@ -244,49 +249,18 @@ def test_vertical_auc_with_an_empty_class_under_label_dp_is_nan_with_a_warning()
 
 
 # ------------------------------------------ a 32-bit bit generator (MT19937)
-def _leaf_count_mt19937(fed: fe.Federation, model: Any) -> Draw:
-    """``_leaf_count`` with every run's noise from ``Generator(MT19937(seed))``: 32-bit raw words."""
-
-    def draw(n: int, seed: np.random.SeedSequence) -> np.ndarray:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return np.array(
-                [
-                    float(
-                        fe.evaluate(
-                            fed,
-                            model,
-                            height=1,
-                            rng=np.random.Generator(np.random.MT19937(s)),
-                            bootstrap_replicates=2,
-                        ).tree.leaves[1, 1]
-                    )
-                    for s in seed.spawn(n)
-                ]
-            )
-
-    return draw
-
-
-def _mt19937_audit(seed: int) -> AuditResult:
-    model = MODELS["central"]
-    return audit(
-        _leaf_count_mt19937(_leaf_federation(False), model),
-        _leaf_count_mt19937(_leaf_federation(True), model),
-        claimed_epsilon=model.epsilon,
-        seed=seed,
-        confidence=CONFIDENCE,
-        **FAST,
-    )
+def _mt19937(seed: np.random.SeedSequence) -> np.random.Generator:
+    """Each run's noise from MT19937, whose ``random_raw`` has 32 bits."""
+    return np.random.Generator(np.random.MT19937(seed))
 
 
 def test_audit_leaf_count_with_a_32_bit_bit_generator_fast() -> None:
     """The samplers read 64-bit words whatever the bit generator (MT19937's random_raw has 32
     bits: the bug of tests/privacy/test_randomness.py); the release keeps its ε."""
-    _check(_mt19937_audit(seed=401), 1.0)
+    _check(_leaf_audit("central", seed=401, size=FAST, generator=_mt19937), 1.0)
 
 
 @pytest.mark.usefixtures("half_the_noise")
 def test_audit_with_a_32_bit_bit_generator_detects_half_the_noise_fast() -> None:
-    res = _mt19937_audit(seed=402)
+    res = _leaf_audit("central", seed=402, size=FAST, generator=_mt19937)
     assert res.epsilon_lower > 1.0, res
