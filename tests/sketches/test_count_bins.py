@@ -106,3 +106,28 @@ def test_bin_of_edges_table_lookup_is_the_binary_search(edges: np.ndarray) -> No
     expected = np.searchsorted(edges[1:-1], x, side="right")
     got = bin_of_edges(edges, x)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("n_bins", [1 << 12, 1 << 18])  # a long chunk, and one bincount
+def test_keys_computed_in_pieces_count_what_one_piece_counts(
+    n_bins: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys in cache-sized pieces (pieces that do not divide the chunk, a short
+    last piece) give the counts of keys computed in one pass, on both the
+    one-bincount path (size ≥ n/2) and the chunked one."""
+    from fedeval.sketches import grid
+
+    rng = np.random.default_rng(n_bins)
+    n = 3 * grid._CHUNK + 777
+    scores, labels = rng.random(n), rng.integers(0, 3, n).astype(np.int8)
+    g = grid.UniformGrid(n_bins)
+    monkeypatch.setattr(grid, "ENCODE_THREADS", 1)
+    monkeypatch.setattr(grid, "_KEY_CHUNK", n + 1)  # one piece per chunk
+    whole = grid.count_bins(g, scores, labels, 3)
+    monkeypatch.setattr(grid, "_KEY_CHUNK", 1000)
+    pieces = grid.count_bins(g, scores, labels, 3)
+    np.testing.assert_array_equal(pieces, whole)
+    for c in range(3):
+        np.testing.assert_array_equal(
+            whole[0, c], np.bincount(g.bin_index(scores[labels == c]), minlength=n_bins)
+        )
