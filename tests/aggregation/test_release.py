@@ -120,3 +120,33 @@ def test_fewer_noise_shares_than_the_threshold_state_a_weaker_guarantee() -> Non
     assert math.fsum(e.epsilon for e in weak.ledger_entries) == pytest.approx(
         weak.guarantee.epsilon
     )
+
+
+def test_a_given_away_sum_becomes_floats_in_place_and_nothing_else_does() -> None:
+    """``finish_sum(owned=True)`` converts the in-process sum in its own memory; a
+    sum it was not given (the Flower server's, a view of a larger array) is
+    copied and left as it was. The values are those of ``astype`` either way."""
+    from fedeval.aggregation.release import finish_sum
+    from fedeval.privacy.mechanism_for import mechanism_for
+
+    mech = mechanism_for(fe.SecureAggregation(), SKETCH, n_clients=10)
+    gen = np.random.default_rng(3)
+    summed = gen.integers(-(1 << 40), 1 << 40, SKETCH.length)
+    summed[:2] = [(1 << 53) + 1, -(1 << 60) - 7]  # values that float64 rounds
+    expected = summed.astype(np.float64)
+
+    kept = summed.copy()
+    r = finish_sum(SKETCH, mech, kept, 10)
+    np.testing.assert_array_equal(r.values, expected)
+    np.testing.assert_array_equal(kept, summed)  # not given away: untouched
+
+    wide = np.concatenate([summed, summed])
+    view = wide[: SKETCH.length]
+    r = finish_sum(SKETCH, mech, view, 10, owned=True)
+    np.testing.assert_array_equal(r.values, expected)
+    np.testing.assert_array_equal(wide[: SKETCH.length], summed)  # a view: copied
+
+    given = summed.copy()
+    r = finish_sum(SKETCH, mech, given, 10, owned=True)
+    np.testing.assert_array_equal(r.values, expected)
+    assert np.shares_memory(r.values, given)  # converted where it was

@@ -375,7 +375,7 @@ def run(
     groups = assign_groups(n, len(sketch.parts), rng) if mech.layout == "assign" else None
     summed = sum_vectors(fed, sketch, mech, path=path, rng=rng, groups=groups)
     m_k = None if groups is None else np.bincount(groups, minlength=len(sketch.parts))
-    return finish_sum(sketch, mech, summed, n, clients_per_part=m_k, path=path)
+    return finish_sum(sketch, mech, summed, n, clients_per_part=m_k, path=path, owned=True)
 
 
 # ---------------------------------------------------------------- server side
@@ -387,18 +387,23 @@ def finish_sum(
     *,
     clients_per_part: NDArray[np.int64] | None = None,
     path: str = "fast",
+    owned: bool = False,
 ) -> Release:
     """The release from a (noisy) sum of client vectors: what the server computes.
 
     Shared by the in-process paths and the Flower server. With fewer noise
     shares than the threshold the guarantee is the one that still holds
     (:meth:`~fedeval.privacy.mechanism_for.Mechanism.when_received`).
+
+    ``owned=True`` says that ``summed`` is the caller's to give away (the
+    in-process sum, which nothing else holds): an int64 vector is then turned
+    into floats in its own memory instead of a copy.
     """
     vec = np.asarray(summed)
     if vec.shape != (sketch.length,):
         raise ValueError(f"summed vector has shape {vec.shape}, expected ({sketch.length},)")
     mech = mech.when_received(n_received)
-    values = vec.astype(np.float64)
+    values = _as_float(vec, owned=owned)
     basis_var: NDArray[np.float64] | None = None
     if mech.noise is None:
         variance = np.zeros(sketch.length)
@@ -476,6 +481,28 @@ def finish_reports(
         np.asarray(clients_by_part, dtype=np.int64),
         sampling_variance=np.concatenate(sampling),
     )
+
+
+def _as_float(vec: NDArray[Any], *, owned: bool) -> NDArray[np.float64]:
+    """``vec`` as float64: a copy, or in place when the caller gives it away.
+
+    In place, each int64 is replaced by the float64 of the same value in the
+    same 8 bytes: numpy defines a copy between overlapping arrays as if through
+    a temporary, so the values are those of ``astype`` (exact below 2^53) and
+    only the speed depends on how numpy does it. At h = 22 (2^24 coordinates) this saves a 134 MB array and about
+    20 ms (``benchmarks/bench_scale.py --cases e``).
+    """
+    if (
+        owned
+        and vec.dtype == np.int64
+        and vec.flags.owndata
+        and vec.flags.writeable
+        and vec.flags.c_contiguous
+    ):
+        out = vec.view(np.float64)
+        np.copyto(out, vec, casting="unsafe")
+        return out
+    return vec.astype(np.float64)
 
 
 def in_value_units(
