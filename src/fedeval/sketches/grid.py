@@ -279,12 +279,15 @@ def chunked_bincount(
     return total
 
 
-def bin_of_edges(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.intp]:
+def bin_of_edges(
+    edges: NDArray[np.float64], x: NDArray[np.float64], *, out: NDArray[np.int64] | None = None
+) -> NDArray[np.intp]:
     """Bin of every value for increasing ``edges`` (K + 1 of them), left-closed.
 
     Bin j is ``[e_j, e_{j+1})``; values below ``e_1`` go to bin 0 and values at
     or above ``e_{K-1}`` to bin K − 1 (so the top end and anything outside the
-    edges land in an end bin).
+    edges land in an end bin). ``out`` (the shape of ``x``), if given, receives
+    the bins and is returned.
 
     Many values against edges from 0 to 1 (probabilities: the multiclass
     one-vs-rest and top-label bins) take a table lookup, the same bins as the
@@ -307,11 +310,15 @@ def bin_of_edges(edges: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[
             np.fmin(u, scale, out=u)
             np.fmax(u, 0.0, out=u)
             cell = u.astype(np.intp)
-            out = below[cell]
+            bins = np.take(below, cell, out=out)
             if inside is not None:
-                out += xs >= inside[cell]
-            return out
-    return np.searchsorted(inner, xs, side="right")
+                bins += xs >= inside[cell]
+            return bins
+    bins = np.searchsorted(inner, xs, side="right")
+    if out is None:
+        return bins
+    out[...] = bins
+    return out
 
 
 #: From this many values, :func:`bin_of_edges` over [0, 1] uses :func:`_unit_edge_table`.

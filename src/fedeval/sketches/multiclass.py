@@ -607,8 +607,9 @@ class MulticlassSketch(Sketch):
         every per-class pass runs along contiguous memory and reductions over
         the classes are elementwise (numpy's reductions over short rows are
         slow); "how many classes" counts are uint8 products with a vector of
-        ones (exact while c ≤ 255). The benchmark target is a small multiple of
-        one bincount over the probabilities.
+        ones (exact while c ≤ 255); every row is written in place into one
+        (n_keys, n) array. The benchmark target is a small multiple of one
+        bincount over the probabilities.
         """
         c, b = self.n_classes, self.n_bins
         p = softmax(np.array(scores, dtype=np.float64)) if self.logits else scores
@@ -617,16 +618,22 @@ class MulticlassSketch(Sketch):
         n = y.shape[0]
         starts = self.kind_offsets()
         cols = np.arange(n)
-        rows: list[NDArray[np.int64]] = []
+        n_rows = len(self.kinds) + (c - 1 if self.has("one_vs_rest") else 0)
+        keys = np.empty((n_rows, n), dtype=np.int64)
+        row = 0
         need_pred = self.has("confusion") or self.has("top_label")
         conf = q.max(axis=0) if need_pred else None
         pred = _first_true(q == conf, q) if conf is not None else None
         p_true = q[y, cols]
         if self.has("confusion"):
             assert pred is not None
-            rows.append(starts["confusion"] + y * c + pred)
+            np.multiply(y, c, out=keys[row])
+            keys[row] += pred
+            keys[row] += starts["confusion"]
+            row += 1
         if self.has("one_vs_rest"):
-            ovr = self._bins(q)
+            ovr = keys[row : row + c]
+            self._bins(q, out=ovr)
             if self.split_one_vs_rest:
                 # negatives: class j's row of the first block; positives: of the second.
                 ovr += (starts["one_vs_rest"] + b * np.arange(c))[:, None]
@@ -634,33 +641,43 @@ class MulticlassSketch(Sketch):
             else:
                 ovr += (starts["one_vs_rest"] + 2 * b * np.arange(c))[:, None]
                 ovr[y, cols] += b  # the positive half of the true class's histogram
-            rows.extend(ovr)
+            row += c
         if self.has("rank"):
             # Rank as sklearn's top_k_accuracy_score: classes with a larger probability,
             # and among equal ones those of a larger index (a reversed stable sort).
-            rank = _count_true(q > p_true).astype(np.int64)
-            tied = np.flatnonzero(_count_true(q == p_true) > 1)
-            if tied.size:
+            rank = keys[row]
+            np.copyto(rank, _count_true(q > p_true), casting="unsafe")
+            equal = q == p_true
+            if np.count_nonzero(equal) > n:  # some class ties with the true one
+                tied = np.flatnonzero(_count_true(equal) > 1)
                 later = np.arange(c)[:, None] > y[None, tied]
-                rank[tied] += np.count_nonzero((q[:, tied] == p_true[tied]) & later, axis=0)
-            rows.append(starts["rank"] + rank)
+                rank[tied] += np.count_nonzero(equal[:, tied] & later, axis=0)
+            rank += starts["rank"]
+            row += 1
         if self.has("top_label"):
             assert conf is not None and pred is not None
+            top = keys[row]
             if self.top_edges is None:
-                top_bin = self.grid.bin_index(conf)
+                top[:] = self.grid.bin_index(conf)
             else:
-                top_bin = bin_of_edges(self.top_grid_edges, conf).astype(np.int64)
-            rows.append(starts["top_label"] + (pred == y) * self.top_bins + top_bin)
+                bin_of_edges(self.top_grid_edges, conf, out=top)
+            top += starts["top_label"]
+            np.add(top, self.top_bins, out=top, where=pred == y)  # the correct half
+            row += 1
         if self.has("log_loss"):
             loss = np.minimum(-np.log(np.maximum(p_true, self.prob_floor)), self.log_loss_bound)
-            rows.append(starts["log_loss"] + self.log_loss_grid.bin_index(np.maximum(loss, 0.0)))
+            keys[row] = self.log_loss_grid.bin_index(np.maximum(loss, 0.0))
+            keys[row] += starts["log_loss"]
+            row += 1
         if self.has("brier"):
             sq = np.einsum("ij,ij->j", q, q) - 2.0 * p_true + 1.0
-            rows.append(starts["brier"] + self.brier_grid.bin_index(np.clip(sq, 0.0, BRIER_BOUND)))
-        return np.vstack(rows).astype(np.int64, copy=False)
+            keys[row] = self.brier_grid.bin_index(np.clip(sq, 0.0, BRIER_BOUND))
+            keys[row] += starts["brier"]
+            row += 1
+        return keys
 
-    def _bins(self, p: NDArray[np.float64]) -> NDArray[np.int64]:
-        """``grid.bin_index`` of an (n, c) array, in two passes when the grid allows it.
+    def _bins(self, p: NDArray[np.float64], *, out: NDArray[np.int64]) -> NDArray[np.int64]:
+        """``grid.bin_index`` of a (c, n) array into ``out``, in two passes when the grid allows it.
 
         With a power-of-two number of bins over [0, 1] the product p·B is exact,
         so clamping it at B − ½ before truncation sends only p = 1 to the last
@@ -668,13 +685,15 @@ class MulticlassSketch(Sketch):
         grid's own (edge-snapping) rule is used.
         """
         if self.ovr_edges is not None:
-            return bin_of_edges(self.ovr_grid_edges, p).astype(np.int64)
+            return bin_of_edges(self.ovr_grid_edges, p, out=out)
         grid = self.grid
         if not grid._multiplication_is_exact:
-            return grid.bin_index(p.ravel()).reshape(p.shape)
+            out[:] = grid.bin_index(p.ravel()).reshape(p.shape)
+            return out
         f = p * float(self.n_bins)
         np.minimum(f, self.n_bins - 0.5, out=f)
-        return f.astype(np.int64)
+        np.copyto(out, f, casting="unsafe")
+        return out
 
     def cells(self, scores: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray[np.int64]:
         """Every cell each example adds to, as offsets into the vector: shape (n, n_keys).
