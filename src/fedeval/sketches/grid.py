@@ -310,7 +310,9 @@ def bin_of_edges(
             np.fmin(u, scale, out=u)
             np.fmax(u, 0.0, out=u)
             cell = u.astype(np.intp)
-            bins = np.take(below, cell, out=out)
+            # "clip" changes nothing (every cell is in 0..scale) and, unlike the
+            # default "raise", writes ``out`` without a buffer.
+            bins = np.take(below, cell, out=out, mode="clip")
             if inside is not None:
                 bins += xs >= inside[cell]
             return bins
