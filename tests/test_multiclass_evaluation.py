@@ -144,6 +144,17 @@ def test_cells_are_the_definitions_example_by_example(kwargs: dict[str, Any]) ->
     )
 
 
+def test_a_nan_probability_does_not_hide_another_examples_tie() -> None:
+    """The sketch API takes unvalidated arrays: an example whose true-class
+    probability is NaN has no equal class, and the tie search must still see
+    the tie of another example in the same batch."""
+    sk = MulticlassSketch(3, 8, 4, kinds=("rank",))
+    p = np.array([[np.nan, 0.5, 0.5], [0.2, 0.4, 0.4], [0.1, 0.2, 0.7]])
+    y = np.array([0, 1, 2])
+    np.testing.assert_array_equal(sk.cells(p, y), _reference_cells(sk, p, y))
+    assert sk.cells(p, y)[1, 0] == sk.kind_offsets()["rank"] + 1  # class 2 ties, later
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(2, 6), st.integers(1, 60), st.integers(0, 2**16))
 def test_summaries_add_like_a_monoid(c: int, n: int, seed: int) -> None:

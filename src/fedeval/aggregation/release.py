@@ -489,8 +489,9 @@ def _as_float(vec: NDArray[Any], *, owned: bool) -> NDArray[np.float64]:
     In place, each int64 is replaced by the float64 of the same value in the
     same 8 bytes: numpy defines a copy between overlapping arrays as if through
     a temporary, so the values are those of ``astype`` (exact below 2^53) and
-    only the speed depends on how numpy does it. At h = 22 (2^24 coordinates) this saves a 134 MB array and about
-    20 ms (``benchmarks/bench_scale.py --cases e``).
+    only the speed depends on how numpy does it. At h = 22 (2^24 coordinates)
+    this saves a 134 MB array and about 20 ms (``benchmarks/bench_scale.py
+    --cases e``).
     """
     if (
         owned

@@ -648,7 +648,9 @@ class MulticlassSketch(Sketch):
             rank = keys[row]
             np.copyto(rank, _count_true(q > p_true), casting="unsafe")
             equal = q == p_true
-            if np.count_nonzero(equal) > n:  # some class ties with the true one
+            # Every column holds its true class (unless p_true is NaN): more Trues
+            # than such columns means some class ties with the true one.
+            if np.count_nonzero(equal) > n - np.count_nonzero(np.isnan(p_true)):
                 tied = np.flatnonzero(_count_true(equal) > 1)
                 later = np.arange(c)[:, None] > y[None, tied]
                 rank[tied] += np.count_nonzero(equal[:, tied] & later, axis=0)
