@@ -127,13 +127,17 @@ def test_cells_are_the_definitions_example_by_example(kwargs: dict[str, Any]) ->
     """The vectorised cells (one array for every part, the table lookups of the
     probability bins) equal the cells computed example by example: random
     probabilities and, past 5,000 examples (more than the table lookup's
-    minimum), probabilities on a 1/8 lattice with ties, 0 and 1."""
+    minimum), probabilities on a 1/8 lattice with ties, 0 and 1, and, with
+    explicit edges, one example outside [0, 1]."""
     sk = MulticlassSketch(**kwargs)
     c = sk.n_classes
     p, y = _probs(5_000, c, c)
     ties = np.round(p * 8) / 8
     ties[:5] = 1.0 / c
     ties[5] = np.eye(c)[0]
+    if sk.ovr_edges is not None:  # uniform grids take validated scores (UniformGrid.bin_index)
+        # outside [0, 1] (the true class negative, another +inf): the clamps stay on
+        ties[6, y[6]], ties[6, (y[6] + 1) % c] = -0.25, np.inf
     p, y = np.vstack([p, ties]), np.concatenate([y, y])
     got = sk.cells(p, y)
     np.testing.assert_array_equal(got, _reference_cells(sk, p, y))

@@ -106,6 +106,12 @@ def test_bin_of_edges_table_lookup_is_the_binary_search(edges: np.ndarray) -> No
     expected = np.searchsorted(edges[1:-1], x, side="right")
     got = bin_of_edges(edges, x)
     np.testing.assert_array_equal(got, expected)
+    # Values the caller vouches for (in [0, 1], no NaN), written into ``out``.
+    inside = (x >= 0.0) & (x <= 1.0)
+    out = np.full(int(inside.sum()), -1, dtype=np.int64)
+    got = bin_of_edges(edges, x[inside], out=out, in_unit_interval=True)
+    assert got is out
+    np.testing.assert_array_equal(out, expected[inside])
 
 
 @pytest.mark.parametrize("n_bins", [1 << 12, 1 << 18])  # a long chunk, and one bincount

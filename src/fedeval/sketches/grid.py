@@ -280,14 +280,20 @@ def chunked_bincount(
 
 
 def bin_of_edges(
-    edges: NDArray[np.float64], x: NDArray[np.float64], *, out: NDArray[np.int64] | None = None
+    edges: NDArray[np.float64],
+    x: NDArray[np.float64],
+    *,
+    out: NDArray[np.int64] | None = None,
+    in_unit_interval: bool = False,
 ) -> NDArray[np.intp]:
     """Bin of every value for increasing ``edges`` (K + 1 of them), left-closed.
 
     Bin j is ``[e_j, e_{j+1})``; values below ``e_1`` go to bin 0 and values at
     or above ``e_{K-1}`` to bin K − 1 (so the top end and anything outside the
     edges land in an end bin). ``out`` (the shape of ``x``), if given, receives
-    the bins and is returned.
+    the bins and is returned. ``in_unit_interval=True`` is the caller's word
+    that every value lies in [0, 1] (no NaN): the table lookup then skips the
+    clamps that send NaN and values outside [0, 1] to their end bins.
 
     Many values against edges from 0 to 1 (probabilities: the multiclass
     one-vs-rest and top-label bins) take a table lookup, the same bins as the
@@ -305,11 +311,15 @@ def bin_of_edges(
         table = _unit_edge_table(tuple(inner.tolist()))
         if table is not None:
             scale, below, inside = table
-            u = xs * scale  # exact: scale is a power of two
-            # fmin/fmax: NaN goes to the last cell and bin, where the binary search puts it.
-            np.fmin(u, scale, out=u)
-            np.fmax(u, 0.0, out=u)
-            cell = u.astype(np.intp)
+            if in_unit_interval:  # x·scale in [0, scale], truncated straight into the cell
+                cell = np.empty(xs.shape, dtype=np.intp)
+                np.multiply(xs, scale, out=cell, casting="unsafe")
+            else:
+                u = xs * scale  # exact: scale is a power of two
+                # fmin/fmax: NaN goes to the last cell and bin, where the binary search puts it.
+                np.fmin(u, scale, out=u)
+                np.fmax(u, 0.0, out=u)
+                cell = u.astype(np.intp)
             # "clip" changes nothing (every cell is in 0..scale) and, unlike the
             # default "raise", writes ``out`` without a buffer.
             bins = np.take(below, cell, out=out, mode="clip")

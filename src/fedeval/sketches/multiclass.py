@@ -625,6 +625,12 @@ class MulticlassSketch(Sketch):
         conf = q.max(axis=0) if need_pred else None
         pred = _first_true(q == conf, q) if conf is not None else None
         p_true = q[y, cols]
+        # Validated probabilities lie in [0, 1] (a NaN fails both comparisons): their
+        # bins skip the clamps for values outside (two passes over the c × n array).
+        unit = False
+        if self.has("one_vs_rest") or self.has("top_label"):
+            top_p = conf.max() if conf is not None else q.max()
+            unit = bool(top_p <= 1.0 and q.min() >= 0.0)
         if self.has("confusion"):
             assert pred is not None
             np.multiply(y, c, out=keys[row])
@@ -633,7 +639,7 @@ class MulticlassSketch(Sketch):
             row += 1
         if self.has("one_vs_rest"):
             ovr = keys[row : row + c]
-            self._bins(q, out=ovr)
+            self._bins(q, out=ovr, in_unit_interval=unit)
             if self.split_one_vs_rest:
                 # negatives: class j's row of the first block; positives: of the second.
                 ovr += (starts["one_vs_rest"] + b * np.arange(c))[:, None]
@@ -662,7 +668,7 @@ class MulticlassSketch(Sketch):
             if self.top_edges is None:
                 top[:] = self.grid.bin_index(conf)
             else:
-                bin_of_edges(self.top_grid_edges, conf, out=top)
+                bin_of_edges(self.top_grid_edges, conf, out=top, in_unit_interval=unit)
             top += starts["top_label"]
             np.add(top, self.top_bins, out=top, where=pred == y)  # the correct half
             row += 1
@@ -678,16 +684,19 @@ class MulticlassSketch(Sketch):
             row += 1
         return keys
 
-    def _bins(self, p: NDArray[np.float64], *, out: NDArray[np.int64]) -> NDArray[np.int64]:
+    def _bins(
+        self, p: NDArray[np.float64], *, out: NDArray[np.int64], in_unit_interval: bool = False
+    ) -> NDArray[np.int64]:
         """``grid.bin_index`` of a (c, n) array into ``out``, in two passes when the grid allows it.
 
         With a power-of-two number of bins over [0, 1] the product p·B is exact,
         so clamping it at B − ½ before truncation sends only p = 1 to the last
         bin, as :func:`~fedeval.sketches.grid.count_bins` does; otherwise the
-        grid's own (edge-snapping) rule is used.
+        grid's own (edge-snapping) rule is used. Explicit edges go through
+        :func:`~fedeval.sketches.grid.bin_of_edges` (``in_unit_interval``: see there).
         """
         if self.ovr_edges is not None:
-            return bin_of_edges(self.ovr_grid_edges, p, out=out)
+            return bin_of_edges(self.ovr_grid_edges, p, out=out, in_unit_interval=in_unit_interval)
         grid = self.grid
         if not grid._multiplication_is_exact:
             out[:] = grid.bin_index(p.ravel()).reshape(p.shape)
