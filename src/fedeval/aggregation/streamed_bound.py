@@ -102,11 +102,11 @@ class StreamedBound:
         first[:1] = True
         np.not_equal(owner[1:], owner[:-1], out=first[1:])
         starts = np.flatnonzero(first)
-        group_of = np.cumsum(first, dtype=np.int32)
-        # The later rows (rank >= 1 in their group), their group and rank
+        # The later rows (rank >= 1 in their group), their group and rank. Up to
+        # the i-th later row pos[i], i + 1 rows are later rows and the other
+        # pos[i] - i rows start groups: its group is pos[i] - i - 1 (no cumsum).
         pos = np.flatnonzero(np.logical_not(first, out=first))
-        group = group_of[pos].astype(np.intp)
-        group -= 1
+        group = pos - np.arange(1, pos.shape[0] + 1)
         rank = pos - starts[group]
         heavy = np.unique(group[rank >= _ROW_BY_ROW])
         light = None
