@@ -150,3 +150,27 @@ def test_a_given_away_sum_becomes_floats_in_place_and_nothing_else_does() -> Non
     r = finish_sum(SKETCH, mech, given, 10, owned=True)
     np.testing.assert_array_equal(r.values, expected)
     assert np.shares_memory(r.values, given)  # converted where it was
+
+    floats = expected.copy()  # a float sum given away is the values themselves
+    assert finish_sum(SKETCH, mech, floats, 10, owned=True).values is floats
+    as_view = summed.copy().view(np.float64)  # as sum_vectors returns a converted sum
+    assert finish_sum(SKETCH, mech, as_view, 10, owned=True).values is as_view
+
+
+@pytest.mark.parametrize("piece", [1, 7, 1 << 15])
+def test_the_noise_and_the_float_conversion_in_one_pass_are_the_sum(
+    piece: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``as_float_in_place`` (pieces that do not divide the vector, a short last
+    one) is ``(vec + plus).astype(float64)``, written over ``vec``."""
+    from fedeval.aggregation import paths
+
+    monkeypatch.setattr(paths, "_FLOAT_PIECE", piece)
+    gen = np.random.default_rng(piece)
+    vec = gen.integers(-(1 << 62), 1 << 62, 1000)
+    plus = gen.integers(-(1 << 60), 1 << 60, 1000)
+    expected = (vec + plus).astype(np.float64)
+    assert paths.owned_int64(vec) and not paths.owned_int64(vec[::2])
+    out = paths.as_float_in_place(vec, plus=plus)
+    assert out.dtype == np.float64 and np.shares_memory(out, vec)
+    np.testing.assert_array_equal(out, expected)

@@ -30,10 +30,12 @@ from numpy.typing import NDArray
 
 from fedeval.aggregation.paths import (
     Path,
+    as_float_in_place,
     bound_contributions,
     check_path,
     flip_federation_labels,
     local_reports,
+    owned_int64,
     sum_vectors,
 )
 from fedeval.data import Federation, Scan
@@ -396,8 +398,8 @@ def finish_sum(
     (:meth:`~fedeval.privacy.mechanism_for.Mechanism.when_received`).
 
     ``owned=True`` says that ``summed`` is the caller's to give away (the
-    in-process sum, which nothing else holds): an int64 vector is then turned
-    into floats in its own memory instead of a copy.
+    in-process sum, which nothing else holds): it then becomes the release's
+    values without a copy (:func:`_as_float`).
     """
     vec = np.asarray(summed)
     if vec.shape != (sketch.length,):
@@ -484,25 +486,12 @@ def finish_reports(
 
 
 def _as_float(vec: NDArray[Any], *, owned: bool) -> NDArray[np.float64]:
-    """``vec`` as float64: a copy, or in place when the caller gives it away.
-
-    In place, each int64 is replaced by the float64 of the same value in the
-    same 8 bytes: numpy defines a copy between overlapping arrays as if through
-    a temporary, so the values are those of ``astype`` (exact below 2^53) and
-    only the speed depends on how numpy does it. At h = 22 (2^24 coordinates)
-    this saves a 134 MB array and about 20 ms (``benchmarks/bench_scale.py
-    --cases e``).
-    """
-    if (
-        owned
-        and vec.dtype == np.int64
-        and vec.flags.owndata
-        and vec.flags.writeable
-        and vec.flags.c_contiguous
-    ):
-        out = vec.view(np.float64)
-        np.copyto(out, vec, casting="unsafe")
-        return out
+    """``vec`` as float64: a copy, or, when the caller gives it away, itself
+    (already float64) or converted in its own memory (:func:`as_float_in_place`)."""
+    if owned and vec.dtype == np.float64 and vec.flags.writeable:
+        return vec  # e.g. sum_vectors' noisy sum, already float in the encoding's memory
+    if owned and owned_int64(vec):
+        return as_float_in_place(vec)
     return vec.astype(np.float64)
 
 
