@@ -91,27 +91,53 @@ def test_locating_one_threshold_equals_the_array_form(
         np.r_[0.0, 0.5, 0.5 + 2.0**-25, 0.5 + 2.0**-24, 1.0],  # too close for a 2^20 table
         np.r_[0.0, 1e-9, 0.3, 0.3 + 1e-5, 1.0 - 1e-12, 1.0],  # clustered, needs a fine table
         np.array([0.0, 1.0]),  # one bin: no inner edge
+        np.linspace(0.0, -np.log(1e-4), 65),  # the log-loss grid: top −ln 10⁻⁴, no power of 2
+        np.linspace(0.0, 3.0, 41),  # a top above 1 on a coarse table
+        np.r_[0.0, 0.25, 0.3, 0.31],  # a top below 1, its last cell holding the top
     ],
-    ids=["uniform", "dyadic", "random", "fallback", "clustered", "one-bin"],
-)
+    ids=["uniform", "dyadic", "random", "fallback", "clustered", "one-bin", "log-loss", "top-3",
+         "top-0.31"],
+)  # fmt: skip
 def test_bin_of_edges_table_lookup_is_the_binary_search(edges: np.ndarray) -> None:
     """The lookup-table path of bin_of_edges gives the left-closed binary search's bin for
-    every value: random ones, every edge, its two float neighbours, 0, 1, values outside
-    [0, 1] and NaN (the last bin, as the search puts it)."""
-    from fedeval.sketches.grid import bin_of_edges
+    every value: random ones, every edge, its two float neighbours, 0, the top, values
+    outside [0, top] and NaN (the last bin, as the search puts it)."""
+    from fedeval.sketches.grid import _edge_table, bin_of_edges
 
+    top = edges[-1]
+    if edges.size > 2 and top != 1.0:
+        assert _edge_table(tuple(edges[1:-1].tolist()), float(top)) is not None  # table path
     rng = np.random.default_rng(0)
     at = np.r_[edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)]
-    x = np.r_[rng.random(20_000), at, -0.5, 1.5, np.nan, 0.0, 1.0]
+    x = np.r_[top * rng.random(20_000), at, -0.5, top + 0.5, np.nan, 0.0, top]
     expected = np.searchsorted(edges[1:-1], x, side="right")
     got = bin_of_edges(edges, x)
     np.testing.assert_array_equal(got, expected)
-    # Values the caller vouches for (in [0, 1], no NaN), written into ``out``.
-    inside = (x >= 0.0) & (x <= 1.0)
+    # Values the caller vouches for (in [0, top], no NaN), written into ``out``.
+    inside = (x >= 0.0) & (x <= top)
     out = np.full(int(inside.sum()), -1, dtype=np.int64)
-    got = bin_of_edges(edges, x[inside], out=out, in_unit_interval=True)
+    got = bin_of_edges(edges, x[inside], out=out, in_range=True)
     assert got is out
     np.testing.assert_array_equal(out, expected[inside])
+
+
+@pytest.mark.parametrize("n_bins, hi", [(64, -np.log(1e-4)), (10, 1.0), (7, 2.5), (64, 2.0)])
+def test_bin_index_in_range_is_the_corrected_product(n_bins: int, hi: float) -> None:
+    """A grid from 0 told its scores lie in range gives the bins of its own rule (the
+    product corrected against the published edges) through the edge table: for random
+    scores, every edge and its float neighbours inside the range, 0 and the top."""
+    from fedeval.sketches.grid import UniformGrid
+
+    grid = UniformGrid(n_bins, (0.0, hi))
+    edges = grid.edges
+    rng = np.random.default_rng(n_bins)
+    at = np.r_[edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)]
+    x = np.r_[hi * rng.random(20_000), at, 0.0, hi]
+    x = x[(x >= 0.0) & (x <= hi)]
+    got = grid.bin_index(x, in_range=True)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, grid.bin_index(x))
+    np.testing.assert_array_equal(got, np.searchsorted(edges[1:-1], x, side="right"))
 
 
 @pytest.mark.parametrize("n_bins", [1 << 12, 1 << 18])  # a long chunk, and one bincount

@@ -98,9 +98,22 @@ class UniformGrid:
         mantissa, _ = np.frexp(scale)
         return lo == 0.0 and mantissa == 0.5
 
-    def bin_index(self, scores: NDArray[np.float64]) -> NDArray[np.int64]:
-        """Bin of each score under the left-closed convention (scores validated upstream)."""
+    def bin_index(
+        self, scores: NDArray[np.float64], *, in_range: bool = False
+    ) -> NDArray[np.int64]:
+        """Bin of each score under the left-closed convention (scores validated upstream).
+
+        ``in_range=True`` is the caller's word that every score lies in the
+        grid's range (no NaN): a grid from 0 whose product s·n/(hi−lo) is
+        inexact then takes :func:`bin_of_edges`'s table lookup (the same bins:
+        the number of inner edges ≤ s) instead of correcting every index
+        against the edges.
+        """
         lo, hi = self.score_range
+        if in_range and lo == 0.0 and not self._multiplication_is_exact:
+            x = np.asarray(scores)
+            if x.dtype == np.float64 and x.size >= _EDGE_TABLE_MIN_VALUES:
+                return bin_of_edges(self._edges, x, in_range=True).astype(np.int64, copy=False)
         scale = self.n_bins / (hi - lo)
         if lo == 0.0:
             idx = (scores * scale).astype(np.int64)
@@ -284,43 +297,45 @@ def bin_of_edges(
     x: NDArray[np.float64],
     *,
     out: NDArray[np.int64] | None = None,
-    in_unit_interval: bool = False,
+    in_range: bool = False,
 ) -> NDArray[np.intp]:
     """Bin of every value for increasing ``edges`` (K + 1 of them), left-closed.
 
     Bin j is ``[e_j, e_{j+1})``; values below ``e_1`` go to bin 0 and values at
     or above ``e_{K-1}`` to bin K − 1 (so the top end and anything outside the
     edges land in an end bin). ``out`` (the shape of ``x``), if given, receives
-    the bins and is returned. ``in_unit_interval=True`` is the caller's word
-    that every value lies in [0, 1] (no NaN): the table lookup then skips the
-    clamps that send NaN and values outside [0, 1] to their end bins.
+    the bins and is returned. ``in_range=True`` is the caller's word that
+    every value lies in [e_0, e_K] (no NaN): the table lookup then skips the
+    clamps that send NaN and values outside the edges to their end bins.
 
-    Many values against edges from 0 to 1 (probabilities: the multiclass
-    one-vs-rest and top-label bins) take a table lookup, the same bins as the
-    binary search (:func:`_unit_edge_table`) at a fraction of its cost.
+    Many values against edges from 0 to a finite top (probabilities: the
+    multiclass one-vs-rest and top-label bins; per-example losses: the
+    log-loss bins) take a table lookup, the same bins as the binary search
+    (:func:`_edge_table`) at a fraction of its cost.
     """
     e = np.asarray(edges, dtype=np.float64)
     inner = e[1:-1]
     xs = np.asarray(x)
+    top = float(e[-1])
     if (
         xs.size >= _EDGE_TABLE_MIN_VALUES
         and e[0] == 0.0
-        and e[-1] == 1.0
+        and 0.0 < top < np.inf
         and xs.dtype == np.float64
     ):
-        table = _unit_edge_table(tuple(inner.tolist()))
+        table = _edge_table(tuple(inner.tolist()), top)
         if table is not None:
             scale, below, inside = table
-            if in_unit_interval:  # x·scale in [0, scale], truncated straight into the cell
+            if in_range:  # x·scale in [0, top·scale], truncated straight into the cell
                 cell = np.empty(xs.shape, dtype=np.intp)
                 np.multiply(xs, scale, out=cell, casting="unsafe")
             else:
                 u = xs * scale  # exact: scale is a power of two
                 # fmin/fmax: NaN goes to the last cell and bin, where the binary search puts it.
-                np.fmin(u, scale, out=u)
+                np.fmin(u, top * scale, out=u)
                 np.fmax(u, 0.0, out=u)
                 cell = u.astype(np.intp)
-            # "clip" changes nothing (every cell is in 0..scale) and, unlike the
+            # "clip" changes nothing (every cell is in the table) and, unlike the
             # default "raise", writes ``out`` without a buffer.
             bins = np.take(below, cell, out=out, mode="clip")
             if inside is not None:
@@ -333,28 +348,47 @@ def bin_of_edges(
     return out
 
 
-#: From this many values, :func:`bin_of_edges` over [0, 1] uses :func:`_unit_edge_table`.
+#: From this many values, :func:`bin_of_edges` from 0 to a finite top uses :func:`_edge_table`.
 _EDGE_TABLE_MIN_VALUES = 1 << 12
 
 
 @functools.lru_cache(maxsize=64)
-def _unit_edge_table(
-    inner: tuple[float, ...],
+def _edge_table(
+    inner: tuple[float, ...], top: float
 ) -> tuple[float, NDArray[np.intp], NDArray[np.float64] | None] | None:
-    """Lookup tables for :func:`bin_of_edges` of inner edges in (0, 1), or None.
+    """Lookup tables for :func:`bin_of_edges` of inner edges in (0, ``top``), or None.
 
-    With M = 2^k fine cells [u/M, (u+1)/M) (x·M is exact, so ⌊x·M⌋ = u puts x
-    in its cell without rounding), the bin of x is the number of inner edges
-    ≤ x: ``below[u]`` (those ≤ u/M) plus 1 if the one edge strictly inside the
-    cell, ``inside[u]`` (+inf if none), is ≤ x. M is the smallest power of two
-    from 2^10 to 2^20 that leaves at most one edge strictly inside every cell;
-    None (binary search) if none does. ``inside`` is None when no edge is
-    strictly inside any cell (every edge a multiple of 1/M, as the planned
-    dyadic multiclass edges are): the cell alone gives the bin.
+    With fine cells [u/M, (u+1)/M), M = 2^k, u = 0..⌊top·M⌋ (x·M is exact, so
+    ⌊x·M⌋ = u puts x in its cell without rounding), the bin of x is the number
+    of inner edges ≤ x: ``below[u]`` (those ≤ u/M) plus 1 if the one edge
+    strictly inside the cell, ``inside[u]`` (+inf if none), is ≤ x. M is the
+    smallest power of two from 2^10 that leaves at most one edge strictly
+    inside every cell, with at most 2^20 + 1 cells; None (binary search) if
+    none does. ``inside`` is None when no edge is strictly inside any cell
+    (every edge a multiple of 1/M, as the planned dyadic multiclass edges
+    are): the cell alone gives the bin.
     """
     e = np.asarray(inner, dtype=np.float64)
     if e.size == 0:
         return None
+    for k in range(10, 21):
+        m = 1 << k
+        n_cells = int(np.floor(top * m)) + 1
+        if n_cells > (1 << 20) + 1:
+            return None
+        left = np.arange(n_cells, dtype=np.float64) / m  # exact
+        below = np.searchsorted(e, left, side="right")
+        before_next = np.searchsorted(e, left + 1.0 / m, side="left")
+        count = before_next - below
+        if count.max() > 1:
+            continue
+        one = np.flatnonzero(count == 1)
+        if one.size == 0:  # every edge on the grid (dyadic edges): the cell alone gives the bin
+            return float(m), below.astype(np.intp), None
+        inside = np.full(n_cells, np.inf)
+        inside[one] = e[below[one]]
+        return float(m), below.astype(np.intp), inside
+    return None
     for k in range(10, 21):
         m = 1 << k
         left = np.arange(m + 1, dtype=np.float64) / m  # exact

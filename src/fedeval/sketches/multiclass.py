@@ -494,6 +494,11 @@ class MulticlassSketch(Sketch):
 
     def kind_offsets(self) -> dict[str, int]:
         """Start of every released kind's block in the vector."""
+        return dict(self._kind_starts)
+
+    @cached_property
+    def _kind_starts(self) -> dict[str, int]:
+        """:meth:`kind_offsets`, computed once per sketch (the encoder reads it per chunk)."""
         offsets = self.part_offsets()
         out: dict[str, int] = {}
         for i, k in enumerate(self.part_kinds):
@@ -616,17 +621,21 @@ class MulticlassSketch(Sketch):
         q = np.ascontiguousarray(np.asarray(p, dtype=np.float64).T)
         y = np.asarray(labels, dtype=np.int64)
         n = y.shape[0]
-        starts = self.kind_offsets()
-        cols = np.arange(n)
+        starts = self._kind_starts
+        # Example i's true class in the flat (c, n) layout: one gather for p_true and
+        # one scatter for the positive halves, cheaper than numpy's 2-D fancy index.
+        true_cell = np.multiply(y, n)
+        true_cell += np.arange(n)
         n_rows = len(self.kinds) + (c - 1 if self.has("one_vs_rest") else 0)
         keys = np.empty((n_rows, n), dtype=np.int64)
         row = 0
         need_pred = self.has("confusion") or self.has("top_label")
         conf = q.max(axis=0) if need_pred else None
         pred = _first_true(q == conf, q) if conf is not None else None
-        p_true = q[y, cols]
+        p_true = q.reshape(-1).take(true_cell)
         # Validated probabilities lie in [0, 1] (a NaN fails both comparisons): their
-        # bins skip the clamps for values outside (two passes over the c × n array).
+        # bins (and the log-loss bins) skip the clamps for values outside (two passes over
+        # the c × n array).
         unit = False
         if self.has("one_vs_rest") or self.has("top_label"):
             top_p = conf.max() if conf is not None else q.max()
@@ -639,14 +648,15 @@ class MulticlassSketch(Sketch):
             row += 1
         if self.has("one_vs_rest"):
             ovr = keys[row : row + c]
-            self._bins(q, out=ovr, in_unit_interval=unit)
+            self._bins(q, out=ovr, in_range=unit)
             if self.split_one_vs_rest:
                 # negatives: class j's row of the first block; positives: of the second.
                 ovr += (starts["one_vs_rest"] + b * np.arange(c))[:, None]
-                ovr[y, cols] += c * b
+                ovr.reshape(-1)[true_cell] += c * b
             else:
                 ovr += (starts["one_vs_rest"] + 2 * b * np.arange(c))[:, None]
-                ovr[y, cols] += b  # the positive half of the true class's histogram
+                # the positive half of the true class's histogram
+                ovr.reshape(-1)[true_cell] += b
             row += c
         if self.has("rank"):
             # Rank as sklearn's top_k_accuracy_score: classes with a larger probability,
@@ -668,13 +678,14 @@ class MulticlassSketch(Sketch):
             if self.top_edges is None:
                 top[:] = self.grid.bin_index(conf)
             else:
-                bin_of_edges(self.top_grid_edges, conf, out=top, in_unit_interval=unit)
+                bin_of_edges(self.top_grid_edges, conf, out=top, in_range=unit)
             top += starts["top_label"]
-            np.add(top, self.top_bins, out=top, where=pred == y)  # the correct half
+            top += (pred == y) * self.top_bins  # the correct half
             row += 1
         if self.has("log_loss"):
             loss = np.minimum(-np.log(np.maximum(p_true, self.prob_floor)), self.log_loss_bound)
-            keys[row] = self.log_loss_grid.bin_index(np.maximum(loss, 0.0))
+            # From probabilities in [0, 1] the loss lies in [0, bound] (no NaN).
+            keys[row] = self.log_loss_grid.bin_index(np.maximum(loss, 0.0), in_range=unit)
             keys[row] += starts["log_loss"]
             row += 1
         if self.has("brier"):
@@ -685,7 +696,7 @@ class MulticlassSketch(Sketch):
         return keys
 
     def _bins(
-        self, p: NDArray[np.float64], *, out: NDArray[np.int64], in_unit_interval: bool = False
+        self, p: NDArray[np.float64], *, out: NDArray[np.int64], in_range: bool = False
     ) -> NDArray[np.int64]:
         """``grid.bin_index`` of a (c, n) array into ``out``, in two passes when the grid allows it.
 
@@ -693,10 +704,10 @@ class MulticlassSketch(Sketch):
         so clamping it at B − ½ before truncation sends only p = 1 to the last
         bin, as :func:`~fedeval.sketches.grid.count_bins` does; otherwise the
         grid's own (edge-snapping) rule is used. Explicit edges go through
-        :func:`~fedeval.sketches.grid.bin_of_edges` (``in_unit_interval``: see there).
+        :func:`~fedeval.sketches.grid.bin_of_edges` (``in_range``: see there).
         """
         if self.ovr_edges is not None:
-            return bin_of_edges(self.ovr_grid_edges, p, out=out, in_unit_interval=in_unit_interval)
+            return bin_of_edges(self.ovr_grid_edges, p, out=out, in_range=in_range)
         grid = self.grid
         if not grid._multiplication_is_exact:
             out[:] = grid.bin_index(p.ravel()).reshape(p.shape)
