@@ -114,3 +114,34 @@ def test_calibrated_multiplier_meets_epsilon_and_is_minimal_to_two_per_mille(
     z = calibrate_noise_multiplier(epsilon, 1e-5, rounds, q)
     assert gaussian_rounds_epsilon(z, rounds, q, 1e-5) <= epsilon
     assert gaussian_rounds_epsilon(z * (1 - 2e-3), rounds, q, 1e-5) > epsilon
+
+
+def test_search_skips_the_rdp_only_where_pld_meets_epsilon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside the final bracket the search builds the RDP at dp-accounting's orders only
+    where PLD misses ε (elsewhere the minimum meets ε whatever the RDP): every point
+    evaluated without it had PLD <= ε, some were, and the multiplier still meets ε
+    under the full bound and is minimal to 2 per mille."""
+    from fedeval.privacy import accounting
+
+    rdp_at: dict[float, float] = {}
+    pld_at: dict[float, float] = {}
+    rdp, pld = accounting._rdp_rounds_epsilon, accounting._pld_rounds_epsilon
+
+    def spy_rdp(z: float, *args: object) -> float:
+        out = rdp(z, *args)
+        if args[-1] is None:  # dp-accounting's own orders (the bracket uses fedeval's)
+            rdp_at[z] = out
+        return out
+
+    def spy_pld(z: float, *args: object) -> float:
+        pld_at[z] = pld(z, *args)
+        return pld_at[z]
+
+    monkeypatch.setattr(accounting, "_rdp_rounds_epsilon", spy_rdp)
+    monkeypatch.setattr(accounting, "_pld_rounds_epsilon", spy_pld)
+    z = accounting.calibrate_noise_multiplier(3.0, 1e-5, 12, 0.3)
+    skipped = [x for x in pld_at if x not in rdp_at]
+    assert skipped and all(pld_at[x] <= 3.0 for x in skipped)
+    monkeypatch.undo()
+    assert gaussian_rounds_epsilon(z, 12, 0.3, 1e-5) <= 3.0
+    assert gaussian_rounds_epsilon(z * (1 - 2e-3), 12, 0.3, 1e-5) > 3.0
