@@ -407,8 +407,12 @@ def calibrate_noise_multiplier(
     q = _check_sampling_rate(sampling_rate)
     tol = check_positive(rtol, name="rtol")
 
+    seen: dict[float, float] = {}  # the bracket's powers of two meet again (1 when z < 1)
+
     def rdp_eps(z: float) -> float:
-        return _rdp_rounds_epsilon(z, t, q, d, RDP_ORDERS if orders is None else orders)
+        if z not in seen:
+            seen[z] = _rdp_rounds_epsilon(z, t, q, d, RDP_ORDERS if orders is None else orders)
+        return seen[z]
 
     # A bracket from RDP at fedeval's 23 orders (~0.07 s an evaluation).
     hi = 1.0
