@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import Iterable, Iterator, Sequence
@@ -261,9 +262,12 @@ PLD_DISCRETIZATION = 1e-3
 PLD_MAX_EPSILON = 50.0
 
 
+@functools.lru_cache(maxsize=64)
 def _pld_rounds_epsilon(
     noise_multiplier: float, rounds: int, sampling_rate: float, delta: float
 ) -> float:
+    """PLD's ε (cached: a pure function of public numbers; a calibration's last point
+    is evaluated again for its receipt)."""
     from dp_accounting.pld import PLDAccountant
 
     accountant = PLDAccountant(value_discretization_interval=PLD_DISCRETIZATION)
