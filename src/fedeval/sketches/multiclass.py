@@ -142,26 +142,33 @@ def softmax(logits: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _count_true(mask: NDArray[np.bool_]) -> NDArray[Any]:
-    """True entries per column of a (c, n) mask (a uint8 product with ones while c ≤ 255)."""
+    """True entries per column of a (c, n) mask (a uint8 sum over the rows while c ≤ 255).
+
+    numpy sums the rows of a contiguous (c, n) array elementwise, 20x faster
+    than the equal uint8 product with a vector of ones (its integer matmul
+    has no fast kernel): 6 against 115 µs at 10 × 2^14.
+    """
     if mask.shape[0] <= 255:
-        return np.asarray(np.ones(mask.shape[0], dtype=np.uint8) @ mask.view(np.uint8))
+        return np.asarray(mask.view(np.uint8).sum(axis=0, dtype=np.uint8))
     return np.count_nonzero(mask, axis=0)
 
 
 def _first_true(is_max: NDArray[np.bool_], q: NDArray[np.float64]) -> NDArray[np.int64]:
     """Per column, the first row where ``is_max`` holds: ``argmax`` of the (c, n) scores.
 
-    One uint8 product gives, per column, the number of maxima and the index of
-    the maximum when it is unique; tied columns fall back to ``np.argmax``, so
-    the first maximum wins as in ``np.argmax(p, axis=1)``.
+    Two uint8 sums over the rows give, per column, the number of maxima and,
+    where it is unique, the index of the maximum (Σ_j j·[row j is a maximum]);
+    tied columns fall back to ``np.argmax``, so the first maximum wins as in
+    ``np.argmax(p, axis=1)``.
     """
     c = q.shape[0]
     if c > 255:
         return np.asarray(q.argmax(axis=0), dtype=np.int64)
-    weights = np.stack([np.ones(c), np.arange(c)]).astype(np.uint8)
-    hits = weights @ is_max.view(np.uint8)
-    pred = hits[1].astype(np.int64)
-    tied = np.flatnonzero(hits[0] != 1)
+    hits = is_max.view(np.uint8)
+    n_max = hits.sum(axis=0, dtype=np.uint8)
+    pred = (hits * np.arange(c, dtype=np.uint8)[:, None]).sum(axis=0, dtype=np.uint8)
+    pred = pred.astype(np.int64)
+    tied = np.flatnonzero(n_max != 1)
     if tied.size:
         pred[tied] = q[:, tied].argmax(axis=0)
     return pred
@@ -611,8 +618,8 @@ class MulticlassSketch(Sketch):
         Written for speed: the probabilities are transposed once to (c, n), so
         every per-class pass runs along contiguous memory and reductions over
         the classes are elementwise (numpy's reductions over short rows are
-        slow); "how many classes" counts are uint8 products with a vector of
-        ones (exact while c ≤ 255); every row is written in place into one
+        slow); "how many classes" counts are uint8 sums over the class axis
+        (exact while c ≤ 255); every row is written in place into one
         (n_keys, n) array. The benchmark target is a small multiple of one
         bincount over the probabilities.
         """
