@@ -389,18 +389,3 @@ def _edge_table(
         inside[one] = e[below[one]]
         return float(m), below.astype(np.intp), inside
     return None
-    for k in range(10, 21):
-        m = 1 << k
-        left = np.arange(m + 1, dtype=np.float64) / m  # exact
-        below = np.searchsorted(e, left, side="right")
-        before_next = np.searchsorted(e, left + 1.0 / m, side="left")
-        count = before_next - below
-        if count.max() > 1:
-            continue
-        one = np.flatnonzero(count == 1)
-        if one.size == 0:  # every edge on the grid (dyadic edges): the cell alone gives the bin
-            return float(m), below.astype(np.intp), None
-        inside = np.full(m + 1, np.inf)
-        inside[one] = e[below[one]]
-        return float(m), below.astype(np.intp), inside
-    return None
