@@ -449,8 +449,9 @@ def calibrate_noise_multiplier(
         return pld if pld <= eps else min(pld, _rdp_rounds_epsilon(z, t, q, d, orders))
 
     # The tighter accountants (all of dp-accounting's orders, PLD) can only allow less noise: hi
-    # meets ε under them too; the root is in [lo, hi] unless they let lo pass.
-    f_lo = best_eps(lo)
+    # meets ε under them too; the root is in [lo, hi] unless they let lo pass. At lo too PLD
+    # goes first (see below; its loss is bounded by the bracket's RDP at lo).
+    f_lo = (pld_first if rdp_eps(lo) <= PLD_MAX_EPSILON else best_eps)(lo)
     if f_lo > eps:
         a, f_a, b = lo, f_lo, hi
     else:
@@ -462,7 +463,8 @@ def calibrate_noise_multiplier(
     # best_eps, and the RDP at dp-accounting's orders (0.1-0.2 s, most of a fresh search)
     # is skipped where PLD already meets ε; only a secant step may read PLD's value where
     # RDP's would be smaller still. Safe from the PLD's size: above a the loss is below
-    # a's, whose PLD was built (its RDP was at most PLD_MAX_EPSILON when f_a is).
+    # a's, whose PLD was built (its RDP was at most PLD_MAX_EPSILON when f_a is); at lo,
+    # the bracket's RDP (fedeval's orders) bounds it.
     f = pld_first if f_a <= PLD_MAX_EPSILON else best_eps
     if b == hi:
         f_b = f(hi)
