@@ -3,8 +3,9 @@
 Data (deterministic, seed 0): 1,000,000 examples, 10 classes, softmax of
 normal logits with the true class shifted up; 10,000 clients (100 examples
 each). Measured: CPU time of this process (``time.process_time``, best of
-``--reps`` runs, default 3), which a machine shared with other jobs disturbs
-less than wall-clock time:
+``--reps`` rounds, default 3, after one untimed call of each; every round runs
+every case once, in turn, so the baselines and the cases see the same machine),
+which a machine shared with other jobs disturbs less than wall-clock time:
 
 * ``encode``: the sketch of every example (confusion cell, 10 one-vs-rest
   cells, rank, confidence, two loss cells: 15 cells per example), what the
@@ -49,13 +50,22 @@ def _data(n: int, c: int) -> fe.Federation:
     return fe.Federation.from_arrays(p, y, np.arange(n) // 100, kind="probabilities")
 
 
-def _best(fn: Callable[[], Any], reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t = time.process_time()
+def _best_interleaved(cases: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
+    """Best CPU time of every case over ``reps`` rounds that run each case once, in turn.
+
+    One untimed call of each first (imports and caches of a first call are not
+    what is measured); then round-robin, so a change of the machine's speed
+    during the run reaches the baselines and the cases alike.
+    """
+    for fn in cases.values():
         fn()
-        times.append(time.process_time() - t)
-    return min(times)
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(reps):
+        for name, fn in cases.items():
+            t = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t)
+    return best
 
 
 def main() -> None:
@@ -79,22 +89,27 @@ def main() -> None:
             ev = fe.evaluate(fed, fe.DistributedDP(1.0), rng=0)
             _ = ev.standard_errors
 
-    timings = {
-        "bincount of the labels (1 key per example)": _best(
-            lambda: np.bincount(labels, minlength=args.classes), args.reps
-        ),
-        "bincount of the probability bins (1 key per probability)": _best(
-            lambda: np.bincount(keys, minlength=64 * args.classes), args.reps
-        ),
-        "encode (MulticlassSketch, 64 bins)": _best(
-            lambda: sketch.encode(fed.scores, fed.labels, fed.client_index), args.reps
-        ),
-        "evaluate SA (1024 bins, exact)": _best(run_sa, args.reps),
-        "evaluate DistDP eps=1 (64 bins) + SEs": _best(run_dp, args.reps),
-    }
+    timings = _best_interleaved(
+        {
+            "bincount of the labels (1 key per example)": lambda: np.bincount(
+                labels, minlength=args.classes
+            ),
+            "bincount of the probability bins (1 key per probability)": lambda: np.bincount(
+                keys, minlength=64 * args.classes
+            ),
+            "encode (MulticlassSketch, 64 bins)": lambda: sketch.encode(
+                fed.scores, fed.labels, fed.client_index
+            ),
+            "evaluate SA (1024 bins, exact)": run_sa,
+            "evaluate DistDP eps=1 (64 bins) + SEs": run_dp,
+        },
+        args.reps,
+    )
     base_labels = timings["bincount of the labels (1 key per example)"]
     base_probs = timings["bincount of the probability bins (1 key per probability)"]
-    print(f"n = {args.n:,} examples × {args.classes} classes, best of {args.reps}")
+    print(
+        f"n = {args.n:,} examples × {args.classes} classes, best of {args.reps} interleaved rounds"
+    )
     print(f"{'what':58s} {'seconds':>9s} {'/labels':>9s} {'/probs':>8s}")
     for what, t in timings.items():
         print(f"{what:58s} {t:9.4f} {t / base_labels:9.1f} {t / base_probs:8.2f}")
