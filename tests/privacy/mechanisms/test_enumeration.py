@@ -22,6 +22,8 @@ the claimed ε/Δ (pure DP, δ = 0).
   side of S_k (computed here independently with :mod:`decimal`, 90 digits).
   The enumeration checks that the first undecided word is ⌊S_k·2⁶³⌋ for every
   k, so P(|X| ≥ k) = S_k exactly: no holes, and a loss of exactly ε/Δ.
+  Half words (a 32-bit word: 31 bits of U and a sign, the samplers of small
+  scales, issue 28) are enumerated the same way over their 2³¹ values.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from numpy.typing import NDArray
 from fedeval.privacy.mechanisms.exact_sampling import LaplaceSampler
 
 PREC = 90
-TWO63 = 1 << 63
 
 
 # ------------------------------------------------------------------ the old sampler
@@ -115,29 +116,33 @@ def thresholds(rate: Fraction, kmax: int) -> list[Decimal]:
 
 
 def exact_pmf(
-    rate: Fraction, kmax: int, table_size: int
+    rate: Fraction, kmax: int, table_size: int, word_bits: int = 63
 ) -> tuple[dict[int, Decimal], dict[str, int]]:
-    """The pmf the exact sampler implements on |x| ≤ kmax, by bisection over its 2⁶³ words.
+    """The pmf the exact sampler implements on |x| ≤ kmax, by bisection over its 2^b words.
 
-    For each k, "the word decides |X| ≥ k" is true exactly for w < B_k
-    (the word interval lies below S_k), so B_k is found by bisection with
-    ``decode``; where ``decode`` leaves a word undecided the predicate is the
-    exact one, (w + 1)·2⁻⁶³ ≤ S_k. The word B_k itself straddles S_k
-    (undecided, finished with more bits) and contributes S_k·2⁶³ − B_k.
+    b = ``word_bits``: 63 (one 64-bit word: 63 bits of U and a sign) or 31
+    (half words). For each k, "the word decides |X| ≥ k" is true exactly for
+    w < B_k (the word interval lies below S_k), so B_k is found by bisection
+    with ``decode``; where ``decode`` leaves a word undecided the predicate is
+    the exact one, (w + 1)·2⁻ᵇ ≤ S_k. The word B_k itself straddles S_k
+    (undecided, finished with more bits) and contributes S_k·2ᵇ − B_k.
     Returns the pmf and counts of how the words were decided.
     """
-    sampler = LaplaceSampler(rate, table_size)
+    sampler = LaplaceSampler(rate, table_size, word_bits)
+    word = np.uint64 if word_bits == 63 else np.uint32
+    top = 1 << word_bits
     s = thresholds(rate, kmax + 1)
     with localcontext() as ctx:
         ctx.prec = PREC
-        scaled = [x * TWO63 for x in s]  # S_k·2⁶³
+        scaled = [x * top for x in s]  # S_k·2ᵇ
     ks = np.arange(1, kmax + 2, dtype=np.int64)
     stats = {"undecided_probes": 0, "table_size": sampler.size}
     bounds: list[NDArray[np.uint64]] = []
     for sign in (0, 1):
 
         def below(w: NDArray[np.uint64], sign: int = sign) -> NDArray[np.bool_]:
-            values, certified = sampler.decode((w << np.uint64(1)) | np.uint64(sign))
+            raw = ((w << np.uint64(1)) | np.uint64(sign)).astype(word)
+            values, certified = sampler.decode(raw)
             mag = -values if sign else values
             out = mag >= ks
             for i in np.flatnonzero(~certified):
@@ -146,8 +151,8 @@ def exact_pmf(
             return out
 
         lo = np.zeros(ks.size, dtype=np.uint64)
-        hi = np.full(ks.size, TWO63, dtype=np.uint64)
-        # Invariant: every word < lo is below S_k (vacuous at 0); hi is not, or is 2⁶³.
+        hi = np.full(ks.size, top, dtype=np.uint64)
+        # Invariant: every word < lo is below S_k (vacuous at 0); hi is not, or is 2ᵇ.
         while np.any(hi - lo > 1):
             mid = (lo + hi) // np.uint64(2)
             b = below(mid)
@@ -164,11 +169,11 @@ def exact_pmf(
             b = int(first_not_below[i])
             # The first word not wholly below S_k is the one that straddles it ...
             assert b == math.floor(scaled[k]), (k, b, scaled[k])
-            # ... and the sampler does not decide it from its first 63 bits.
-            _, certified = sampler.decode(np.array([b << 1, (b << 1) | 1], dtype=np.uint64))
+            # ... and the sampler does not decide it from its first b bits.
+            _, certified = sampler.decode(np.array([b << 1, (b << 1) | 1], dtype=word))
             assert not certified.any(), (k, b)
-            # Its exact contribution: the part of [b, b+1) below S_k·2⁶³.
-            tail.append((b + (scaled[k] - b)) / TWO63)
+            # Its exact contribution: the part of [b, b+1) below S_k·2ᵇ.
+            tail.append((b + (scaled[k] - b)) / top)
         p_abs = [1 - tail[0]] + [tail[i] - tail[i + 1] for i in range(kmax)]
         pmf = {0: p_abs[0]}
         for k in range(1, kmax + 1):
@@ -194,9 +199,10 @@ def worst_loss(pmf: dict[int, Fraction] | dict[int, Decimal], kmax: int) -> Deci
         return worst
 
 
-def support_end(rate: Fraction) -> int:
-    """The last k with S_k·2⁶³ ≥ 1 (beyond it all of P(|X| ≥ k) lies inside word 0)."""
-    return math.floor((math.log(2.0) * 64 - math.log1p(math.exp(-float(rate)))) / float(rate))
+def support_end(rate: Fraction, word_bits: int = 63) -> int:
+    """The last k with S_k·2ᵇ ≥ 1 (beyond it all of P(|X| ≥ k) lies inside word 0)."""
+    top = math.log(2.0) * (word_bits + 1)
+    return math.floor((top - math.log1p(math.exp(-float(rate)))) / float(rate))
 
 
 # ------------------------------------------------------------------ the tests
@@ -241,16 +247,28 @@ def test_old_inversion_has_holes_and_ln2_jumps_at_epsilon_one_eighth() -> None:
     assert max(finite) > 5 * 0.125
 
 
-@pytest.mark.parametrize("rate", [Fraction(1), Fraction(1, 8), Fraction(1, 100)])
+@pytest.mark.parametrize(
+    ("rate", "word_bits"),
+    [
+        (Fraction(1), 63),
+        (Fraction(1, 8), 63),
+        (Fraction(1, 100), 63),
+        (Fraction(1), 31),
+        (Fraction(1, 22), 31),
+        (Fraction(1, 60), 31),
+    ],
+)
 @pytest.mark.parametrize("table_size", [1 << 14, 4])
-def test_exact_sampler_pmf_is_the_discrete_laplace(rate, table_size) -> None:
+def test_exact_sampler_pmf_is_the_discrete_laplace(rate, word_bits, table_size) -> None:
     """Pure ε-DP, δ = 0: the enumerated pmf has no holes and a worst loss of exactly ε/Δ.
 
     ``table_size = 4`` sends all but the first four thresholds through the float
-    certificate, so both deciding stages are enumerated.
+    certificate (63-bit words) or leaves them undecided for the exact resolution
+    (half words), so every deciding stage is enumerated. Half words are
+    enumerated at the scales they serve (:func:`sampler_for`: t up to ~63).
     """
-    kmax = support_end(rate) + 3
-    pmf, stats = exact_pmf(rate, kmax, table_size)
+    kmax = support_end(rate, word_bits) + 3
+    pmf, stats = exact_pmf(rate, kmax, table_size, word_bits)
     assert all(p > 0 for p in pmf.values())
     with localcontext() as ctx:
         ctx.prec = PREC

@@ -29,6 +29,7 @@ from fedeval.privacy.mechanisms.discrete_gaussian import sample_discrete_gaussia
 from fedeval.privacy.mechanisms.exact_sampling import (
     EXP_NEG_ERROR,
     EXP_NEG_MAX,
+    HALF_WORD_TAIL,
     GaussianSampler,
     LaplaceSampler,
     LazyUniform,
@@ -37,6 +38,7 @@ from fedeval.privacy.mechanisms.exact_sampling import (
     floor_scaled,
     group_by_value,
     sample_discrete_laplace_scales,
+    sampler_for,
 )
 from fedeval.privacy.mechanisms.laplace import sample_discrete_laplace
 
@@ -147,16 +149,18 @@ def test_lazy_uniform_decides_like_the_infinite_uniform() -> None:
 
 
 @pytest.mark.statistical
-def test_straddling_word_splits_at_the_threshold() -> None:
-    """The word ⌊S_k·2⁶³⌋ gives k with probability frac(S_k·2⁶³), else k − 1."""
+@pytest.mark.parametrize("word_bits", [63, 31])
+def test_straddling_word_splits_at_the_threshold(word_bits: int) -> None:
+    """The word ⌊S_k·2ᵇ⌋ gives k with probability frac(S_k·2ᵇ), else k − 1."""
     rate, k = Fraction(1, 8), 5
-    sampler = LaplaceSampler(rate)
+    sampler = LaplaceSampler(rate, word_bits=word_bits)
     word = int(sampler.hi_table[k])
-    _, certified = sampler.decode(np.array([word << 1], dtype=np.uint64))
+    dtype = np.uint64 if word_bits == 63 else np.uint32
+    _, certified = sampler.decode(np.array([word << 1], dtype=dtype))
     assert not certified[0]
     with localcontext() as ctx:
         ctx.prec = 90
-        frac = float(thresholds(rate, k)[k] * TWO63 - word)
+        frac = float(thresholds(rate, k)[k] * (1 << word_bits) - word)
     gen = np.random.Generator(np.random.PCG64(11))
     n = 4_000
     draws = np.array([sampler.resolve(word << 1, gen) for _ in range(n)])
@@ -183,17 +187,70 @@ def test_word_zero_continues_into_the_far_tail() -> None:
     assert abs((draws > k0).mean() - p_more) <= 5 * math.sqrt(p_more * (1 - p_more) / n)
 
 
-def test_resolve_agrees_with_decode_where_the_word_decides() -> None:
+@pytest.mark.parametrize("word_bits", [63, 31])
+def test_resolve_agrees_with_decode_where_the_word_decides(word_bits: int) -> None:
     gen = np.random.Generator(np.random.PCG64(13))
-    for rate, table in ((Fraction(1, 8), 1 << 14), (Fraction(1, 8), 4), (Fraction(1, 10**6), 64)):
-        sampler = LaplaceSampler(rate, table)
-        raw = gen.bit_generator.random_raw(300)
+    cases = [(Fraction(1, 8), 1 << 14), (Fraction(1, 22), 1 << 14)]
+    if word_bits == 63:  # tables that end early: the float certificate decides the tail
+        cases += [(Fraction(1, 8), 4), (Fraction(1, 10**6), 64)]
+    for rate, table in cases:
+        sampler = LaplaceSampler(rate, table, word_bits)
+        raw = sampler.words(gen, 300)
         values, certified = sampler.decode(raw)
         assert certified.mean() > 0.99
         for r, v in zip(
             raw[certified][:100].tolist(), values[certified][:100].tolist(), strict=True
         ):
             assert sampler.resolve(r, gen) == v
+
+
+@pytest.mark.statistical
+def test_half_word_beyond_its_table_is_resolved_exactly() -> None:
+    """A half word below N_K (the table's end, S_K ≤ 2⁻²⁴) is undecided, and its
+    resolution continues U into the tail exactly: given U < 2⁻³¹·(w + 1) for w = 0,
+    |X| ≥ k with probability S_k·2³¹ for every k beyond the half word's support."""
+    rate = Fraction(1, 4)
+    sampler = LaplaceSampler(rate, word_bits=31)
+    assert int(sampler.hi_table[-1]) <= HALF_WORD_TAIL
+    _, certified = sampler.decode(np.array([0, 1, 2, 3], dtype=np.uint32))
+    assert not certified.any()
+    k0 = support_end(rate, 31)
+    gen = np.random.Generator(np.random.PCG64(21))
+    n = 600
+    draws = np.array([sampler.resolve(0, gen) for _ in range(n)])
+    assert draws.min() >= k0
+    with localcontext() as ctx:
+        ctx.prec = 90
+        p_more = float(thresholds(rate, k0 + 1)[k0 + 1] * (1 << 31))
+    assert abs((draws > k0).mean() - p_more) <= 5 * math.sqrt(p_more * (1 - p_more) / n)
+
+
+def test_sampler_for_takes_half_words_only_where_their_table_reaches_the_tail() -> None:
+    """Half words at the scales of a large DistDP release (t = 1, 22), 63-bit words
+    where a half-word table would stop early: a large scale, or a small table."""
+    for t, table in ((1, 64), (22, 1 << 14), (22, 1024)):
+        chosen = sampler_for(1 / Fraction(t), table)
+        assert chosen.word_bits == 31 and int(chosen.hi_table[-1]) <= HALF_WORD_TAIL
+    for t, table in ((22, 64), (100, 1 << 14), (10**6, 1 << 14)):
+        assert sampler_for(1 / Fraction(t), table).word_bits == 63
+
+
+@pytest.mark.statistical
+def test_half_word_draws_follow_the_discrete_laplace() -> None:
+    """200,000 half-word draws at t = 22 against the pmf: chi-square over |x| ≤ 60
+    and the tail beyond, p > 1e-4 (the enumeration proves the law; this checks the
+    batch loop, the words' halves and the resolution together)."""
+    rate = Fraction(1, 22)
+    sampler = sampler_for(rate, 1 << 14)
+    assert sampler.word_bits == 31
+    draws = sampler.sample(200_000, np.random.Generator(np.random.PCG64(22)))
+    alpha = math.exp(-1 / 22)
+    ks = np.arange(-60, 61)
+    p = (1 - alpha) / (1 + alpha) * alpha ** np.abs(ks)
+    observed = np.append(np.bincount(draws[np.abs(draws) <= 60] + 60, minlength=121), 0)
+    observed[-1] = int((np.abs(draws) > 60).sum())
+    expected = np.append(p, 1 - p.sum()) * draws.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
 
 
 def test_table_free_scales_decide_every_word_like_the_table_sampler() -> None:

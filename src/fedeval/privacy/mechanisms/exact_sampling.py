@@ -4,7 +4,10 @@ Every draw here is *inversion of one infinite uniform* U = 0.b₁b₂b₃… who
 first 63 bits are the top 63 bits of one uniform 64-bit word
 (:func:`fedeval.privacy.sampling.raw_words`; its lowest bit is a spare, used
 for a sign) and whose further bits are more words, drawn only when the first
-63 do not decide the outcome. The output is F⁻¹(U) for the target
+63 do not decide the outcome. A discrete Laplace sampler of a small scale
+reads half words instead: the first 31 bits of U are the top 31 of a 32-bit
+half of a raw word (:func:`sampler_for`, the same integer certificate on 31
+bits; issue 28). The output is F⁻¹(U) for the target
 distribution F, computed *exactly*, so the law of the output is exactly the
 target law whatever the bit generator (PCG64, ChaCha, MT19937, ...): the guarantees
 computed for the target hold with δ = 0 and nothing hidden in rounding.
@@ -86,6 +89,7 @@ import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -93,6 +97,8 @@ from numpy.typing import NDArray
 from fedeval.privacy.sampling import raw_words
 
 __all__ = [
+    "HALF_WORD_BITS",
+    "HALF_WORD_TAIL",
     "MAX_SCALE",
     "MAX_SIGMA",
     "GaussianSampler",
@@ -108,10 +114,17 @@ __all__ = [
     "rate_of_scale",
     "sample_discrete_laplace_exact",
     "sample_discrete_laplace_scales",
+    "sampler_for",
 ]
 
 WORD_BITS = 63
 """Bits of each raw word used for the uniform (its top 63); the lowest bit is the spare (sign)."""
+
+HALF_WORD_BITS = 31
+"""Bits of each half word (32 bits) used for the uniform by a half-word sampler; the lowest is the sign."""
+
+HALF_WORD_TAIL = 1 << (HALF_WORD_BITS - 24)
+"""A half-word table is used only when it ends at N_K ≤ 2⁷, i.e. S_K ≤ 2⁻²⁴ (:func:`sample_discrete_laplace_exact`)."""
 
 MAX_SCALE = 2.0**50
 """Largest discrete Laplace scale t accepted: outputs stay far inside int64 (|X| < 2⁵⁷)."""
@@ -334,26 +347,27 @@ def _magnitude_threshold(rate: Fraction, k: int) -> Threshold:
 
 
 class _Workspace:
-    """Scratch arrays for :meth:`LaplaceSampler.decode`, reused across batches."""
+    """Scratch arrays for :meth:`LaplaceSampler.decode`, reused across batches.
 
-    def __init__(self, size: int) -> None:
+    Words and their table rows are uint64 (63-bit words) or uint32 (half
+    words), the float guess float64 or float32 to match.
+    """
+
+    def __init__(self, size: int, half: bool = False) -> None:
+        word, real = (np.uint32, np.float32) if half else (np.uint64, np.float64)
         self.size = size
-        self.w = np.empty(size, dtype=np.uint64)
-        self.f = np.empty(size, dtype=np.float64)
-        self.s = np.empty(size, dtype=np.uint64)
-        self.pair = np.empty((size, 2), dtype=np.uint64)
+        self.half = half
+        self.w = np.empty(size, dtype=word)
+        self.f = np.empty(size, dtype=real)
+        self.s = np.empty(size, dtype=word)
+        self.pair = np.empty((size, 2), dtype=word)
         self.ok = np.empty(size, dtype=np.bool_)
         self.i = np.empty(size, dtype=np.int64)
 
     def views(
         self, m: int
     ) -> tuple[
-        NDArray[np.uint64],
-        NDArray[np.float64],
-        NDArray[np.uint64],
-        NDArray[np.uint64],
-        NDArray[np.bool_],
-        NDArray[np.int64],
+        NDArray[Any], NDArray[Any], NDArray[Any], NDArray[Any], NDArray[np.bool_], NDArray[np.int64]
     ]:
         return self.w[:m], self.f[:m], self.s[:m], self.pair[:m], self.ok[:m], self.i[:m]
 
@@ -405,6 +419,12 @@ class LaplaceSampler:
     table_size : int
         Most entries of the integer table (the body); the rest is decided by
         the float certificate, then exactly.
+    word_bits : {63, 31}
+        Bits of U each word gives: 63 from a 64-bit word, or 31 from a 32-bit
+        half word (``decode`` then takes uint32 words). A half word has no float
+        certificate: beyond the table every word is resolved exactly, so half
+        words pay only with a table that reaches far into the tail
+        (:func:`sampler_for` chooses).
 
     Notes
     -----
@@ -429,22 +449,32 @@ class LaplaceSampler:
     for |k̂| ≥ K certify nothing.
     """
 
-    def __init__(self, rate: Fraction, table_size: int = _TABLE_MAX) -> None:
+    def __init__(
+        self, rate: Fraction, table_size: int = _TABLE_MAX, word_bits: int = WORD_BITS
+    ) -> None:
         if not rate > 0:
             raise ValueError(f"rate must be > 0, got {rate}")
+        if word_bits not in (WORD_BITS, HALF_WORD_BITS):
+            raise ValueError(f"word_bits must be {WORD_BITS} or {HALF_WORD_BITS}, got {word_bits}")
         self.rate = rate
+        self.word_bits = word_bits
+        self.half = word_bits == HALF_WORD_BITS
+        self._word = np.uint32 if self.half else np.uint64
         self.t_hat = float(1 / rate)
         self.rate_hat = float(rate)
         a_lo, a_hi = exp_neg_interval(rate, 60)
         self.alpha_hat = float((a_lo + a_hi) / 2)
         c_lo, c_hi = 2 / (1 + a_hi), 2 / (1 + a_lo)
         self.c63_hat = float((c_lo + c_hi) / 2 * (1 << 63))
-        self.guess_scale = 1.0 / self.c63_hat
+        # c·2^bits: the guess's scale for this word width
+        self.c_scaled = float((c_lo + c_hi) / 2 * (1 << word_bits))
+        self.guess_scale = 1.0 / self.c_scaled
         self._build_table(table_size, a_lo, a_hi)
 
     def _build_table(self, table_size: int, a_lo: Fraction, a_hi: Fraction) -> None:
         prec = 143
-        shift = prec - WORD_BITS
+        bits = self.word_bits
+        shift = prec - bits
         one = 1 << prec
         al = math.floor(a_lo * one)
         ah = math.ceil(a_hi * one)
@@ -455,10 +485,10 @@ class LaplaceSampler:
         c = 2 / (1 + float(a_hi))
         want = math.ceil((math.log(c) + _TAIL_BITS * math.log(2.0)) / self.rate_hat) + 1
         size = max(1, min(table_size, want))
-        table = [1 << WORD_BITS]
+        table = [1 << bits]
         for k in range(1, size + 1):
             n_lo, n_hi = lo >> shift, hi >> shift
-            n = n_lo if n_lo == n_hi else floor_scaled(_magnitude_threshold(self.rate, k), 63)
+            n = n_lo if n_lo == n_hi else floor_scaled(_magnitude_threshold(self.rate, k), bits)
             if n >= table[-1]:
                 break  # two thresholds in one word: stop the table (the tail handles the rest)
             table.append(n)
@@ -467,19 +497,19 @@ class LaplaceSampler:
             lo = (lo * al) >> prec
             hi = -((-hi * ah) >> prec)
         self.size = len(table) - 1  # K
-        nk = np.array(table, dtype=np.uint64)
+        nk: NDArray[np.unsignedinteger[Any]] = np.array(table, dtype=self._word)
         self.hi_table = nk  # N_k, k = 0..K
         # Row k: (N_{k+1} + 1, N_k − N_{k+1} − 1), fetched by one gather; row K
         # certifies nothing (width 0).
-        above_next = nk[1:] + np.uint64(1)
+        above_next = nk[1:] + 1  # stays unsigned (NEP 50)
         pairs = np.column_stack([above_next, nk[:-1] - above_next])  # k = 0..K−1
         # Rows indexed by the signed guess + reach, rows beyond K−1 certify nothing.
-        # reach covers every guess a word w ≥ 1 can give (≤ t·ln(c·2⁶³)) when that
+        # reach covers every guess a word w ≥ 1 can give (≤ t·ln(c·2ᵇ)) when that
         # is at most 2¹⁵ rows a side; otherwise guesses are clipped to ±K.
-        full = math.ceil(self.t_hat * math.log(self.c63_hat)) + 2
+        full = math.ceil(self.t_hat * math.log(self.c_scaled)) + 2
         self.clip = full > 1 << 15
         self.reach = self.size if self.clip else max(full, self.size)
-        signed = np.zeros((2 * self.reach + 1, 2), dtype=np.uint64)
+        signed = np.zeros((2 * self.reach + 1, 2), dtype=self._word)
         signed[self.reach : self.reach + self.size] = pairs
         signed[self.reach - self.size + 1 : self.reach + 1] = pairs[::-1]
         self.signed_pairs = signed
@@ -493,18 +523,18 @@ class LaplaceSampler:
 
     def decode(
         self,
-        raw: NDArray[np.uint64],
+        raw: NDArray[Any],
         work: _Workspace | None = None,
         out: NDArray[np.int64] | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
         """The value each raw word decides, and whether it decides it (vectorised).
 
-        The word's top 63 bits are U's first bits (w = raw >> 1), its lowest
-        bit the sign.
+        The word's top 63 (half words: 31) bits are U's first bits
+        (w = raw >> 1), its lowest bit the sign.
 
         Parameters
         ----------
-        raw : ndarray of uint64, shape (m,)
+        raw : ndarray of uint64 (half words: uint32), shape (m,)
         work, out : optional
             Scratch arrays reused across batches, and where to write the values
             (internal).
@@ -515,7 +545,9 @@ class LaplaceSampler:
             The draw where ``certified``; a guess elsewhere.
         certified : ndarray of bool, shape (m,)
             False where the word alone does not decide the value
-            (probability ≈ 2⁻²⁴ + K·2⁻⁶³ with the full table); those entries
+            (probability ≈ 2⁻²⁴ + K·2⁻⁶³ with the full table; half words
+            ≈ 2⁻²⁴ + K·2⁻³¹, and a wrong float32 guess is looked up again, not
+            left undecided); those entries
             are finished by :meth:`resolve` with more words.
         """
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -523,39 +555,52 @@ class LaplaceSampler:
 
     def _decode(
         self,
-        raw: NDArray[np.uint64],
+        raw: NDArray[Any],
         work: _Workspace | None,
         out: NDArray[np.int64] | None,
     ) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
         m = raw.size
-        ws = work if work is not None and work.size >= m else _Workspace(m)
-        w, f, sign, pair, ok, index = ws.views(m)
+        if raw.dtype != self._word:
+            raise TypeError(f"this sampler decodes {np.dtype(self._word)} words, got {raw.dtype}")
+        ws = work if work is not None and work.size >= m and work.half == self.half else None
+        w, f, sign, pair, ok, index = (ws or _Workspace(m, self.half)).views(m)
         values = np.empty(m, dtype=np.int64) if out is None else out
-        np.right_shift(raw, np.uint64(1), out=w)
-        np.multiply(w.view(np.int64), self.guess_scale, out=f)
-        np.log(f, out=f)  # log(0) = −inf for w = 0: an out-of-table guess (undecided)
-        np.multiply(f, -self.t_hat, out=f)
+        word = self._word
+        np.right_shift(raw, word(1), out=w)
+        if self.half:
+            # float32 is enough for a guess (a wrong one is caught below), and twice as fast
+            np.copyto(f, w.view(np.int32), casting="unsafe")
+            np.multiply(f, np.float32(self.guess_scale), out=f)
+            np.log(f, out=f)
+            np.multiply(f, np.float32(-self.t_hat), out=f)
+        else:
+            np.multiply(w.view(np.int64), self.guess_scale, out=f)
+            np.log(f, out=f)  # log(0) = −inf for w = 0: an out-of-table guess (undecided)
+            np.multiply(f, -self.t_hat, out=f)
         if self.clip:
-            np.minimum(f, float(self.reach), out=f)
+            np.minimum(f, f.dtype.type(self.reach), out=f)
         # The sign: the word's lowest bit becomes the float's sign bit (exact; the
         # cast truncates towards 0 on both sides, so −0.x gives 0).
-        np.left_shift(raw, np.uint64(63), out=sign)
-        bits = f.view(np.uint64)
-        bits ^= sign
+        np.left_shift(raw, word(8 * raw.itemsize - 1), out=sign)
+        np.bitwise_xor(f.view(word), sign, out=f.view(word))
         np.copyto(values, f, casting="unsafe")
         np.add(values, self.reach, out=index)
         np.take(self.signed_pairs, index, axis=0, out=pair, mode="clip")
-        # N_{k+1} < w < N_k  ⟺  (w − (N_{k+1} + 1)) mod 2⁶⁴ < N_k − N_{k+1} − 1.
+        # N_{k+1} < w < N_k  ⟺  (w − (N_{k+1} + 1)) mod 2⁶⁴ (2³²) < N_k − N_{k+1} − 1.
         np.subtract(w, pair[:, 0], out=sign)
         np.less(sign, pair[:, 1], out=ok)
         if not ok.all():
             bad = np.flatnonzero(~ok)
             mag, ok[bad] = self._decode_rest(w[bad])
-            values[bad] = np.where(raw[bad] & np.uint64(1), -mag, mag)
+            values[bad] = np.where(raw[bad] & word(1), -mag, mag)
         return values, ok
 
-    def _decode_rest(self, w: NDArray[np.uint64]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-        """Words the guess left undecided: the exact table lookup, then the float certificate."""
+    def _decode_rest(self, w: NDArray[Any]) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        """Words the guess left undecided: the exact table lookup, then the float certificate.
+
+        A half word beyond the table is left undecided (31 bits are too few for
+        the float certificate's margin); :meth:`resolve` finishes it.
+        """
         size = self.size
         k = size - np.searchsorted(self.ascending, w, side="right").astype(np.int64)
         ok = np.ones(w.size, dtype=np.bool_)
@@ -565,7 +610,10 @@ class LaplaceSampler:
             ok[body] = w[body] != self.hi_table[k[body] + 1]
         tail = np.flatnonzero(~body)
         if tail.size:
-            k[tail], ok[tail] = self._float_certificate(w[tail])
+            if self.half:
+                ok[tail] = False
+            else:
+                k[tail], ok[tail] = self._float_certificate(w[tail])
         return k, ok
 
     def _float_certificate(
@@ -580,7 +628,7 @@ class LaplaceSampler:
 
     def resolve(self, raw: int, gen: np.random.Generator) -> int:
         """The exact draw for one raw word the fast stages left undecided (more words as needed)."""
-        u = LazyUniform(raw >> 1, WORD_BITS, gen)
+        u = LazyUniform(raw >> 1, self.word_bits, gen)
         c = 2.0 / (1.0 + self.alpha_hat)
         guess = (math.log(c) - u.log()) / self.rate_hat
         k = max(0, min(int(guess), 1 << 60))
@@ -593,14 +641,25 @@ class LaplaceSampler:
 
     # -- sampling ------------------------------------------------------------
 
+    def words(self, gen: np.random.Generator, m: int) -> NDArray[Any]:
+        """``m`` fresh words: 64-bit, or the two 32-bit halves of ⌈m/2⌉ 64-bit words.
+
+        The halves of a uniform 64-bit word are independent and uniform on
+        {0, …, 2³² − 1}, whatever the byte order.
+        """
+        if not self.half:
+            return raw_words(gen, m)
+        halves: NDArray[np.uint32] = raw_words(gen, (m + 1) // 2).view(np.uint32)[:m]
+        return halves
+
     def sample(self, n: int, gen: np.random.Generator) -> NDArray[np.int64]:
         """n i.i.d. exact draws, consuming raw words of ``gen``'s bit generator."""
         out = np.empty(n, dtype=np.int64)
-        work = _Workspace(min(n, _CHUNK))
+        work = _Workspace(min(n, _CHUNK), self.half)
         with np.errstate(divide="ignore", invalid="ignore"):
             for start in range(0, n, _CHUNK):
                 m = min(_CHUNK, n - start)
-                raw = raw_words(gen, m)
+                raw = self.words(gen, m)
                 values, ok = self._decode(raw, work, out[start : start + m])
                 if not ok.all():
                     for i in np.flatnonzero(~ok):
@@ -630,10 +689,40 @@ def rate_of_scale(scale: float) -> Fraction:
 def sample_discrete_laplace_exact(
     rate: Fraction, n: int, gen: np.random.Generator
 ) -> NDArray[np.int64]:
-    """n exact discrete Laplace draws with rate ``rate`` (α = exp(−rate))."""
+    """n exact discrete Laplace draws with rate ``rate`` (α = exp(−rate)).
+
+    Half words (:func:`sampler_for`) where their table reaches the tail, else 63-bit words.
+    """
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    return laplace_sampler(rate, _table_size_for(n)).sample(n, gen)
+    return sampler_for(rate, _table_size_for(n)).sample(n, gen)
+
+
+@functools.lru_cache(maxsize=64)
+def sampler_for(rate: Fraction, table_size: int) -> LaplaceSampler:
+    """The sampler :func:`sample_discrete_laplace_exact` draws with: half words where they suffice.
+
+    A half word (31 bits of U and a sign) decides a draw as a 63-bit word does,
+    by the integer table N_k = ⌊S_k·2³¹⌋, and costs half the random bits and
+    half the memory traffic (2× faster at t = 22). Beyond its table it
+    certifies nothing (31 bits are too few for the float certificate), so
+    every such word is finished exactly by :meth:`LaplaceSampler.resolve`,
+    which is slow. Half words are therefore used only when their table ends
+    at N_K ≤ :data:`HALF_WORD_TAIL` (tail mass S_K ≤ 2⁻²⁴, one exact
+    resolution per ~16M draws); the table is built only when a float estimate
+    says it can get there: it needs ⌈(ln c + 24 ln 2)/rate⌉ + 1 ≤ ``table_size``
+    entries, and thresholds that stay at least two half words apart down to
+    the tail (2⁷·(1 − α) ≥ 2, i.e. scales t ≲ 63). Either sampler's output
+    is exactly F⁻¹(U); only the work and the words consumed differ.
+    """
+    r = float(rate)
+    c = 2.0 / (1.0 + math.exp(-r))
+    want = math.ceil((math.log(c) + _TAIL_BITS * math.log(2.0)) / r) + 1
+    if want <= table_size and -math.expm1(-r) * (1 << (HALF_WORD_BITS - _TAIL_BITS)) >= 2.0:
+        half = LaplaceSampler(rate, table_size, HALF_WORD_BITS)
+        if int(half.hi_table[-1]) <= HALF_WORD_TAIL:
+            return half
+    return laplace_sampler(rate, table_size)
 
 
 MANY_SCALES = 16
