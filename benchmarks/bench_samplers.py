@@ -3,8 +3,10 @@
 Times, on the same bit generator and interleaved run by run:
 
 * discrete Laplace, ``--n-laplace`` draws (default 2^24) at ε/Δ ∈ {1, 0.125, 0.01}:
-  the exact sampler (:class:`fedeval.privacy.mechanisms.exact_sampling.LaplaceSampler`,
-  what ``PolyaShares.sample_sum`` and ``DiscreteLaplace.sample`` use) against a frozen
+  the exact sampler (:class:`fedeval.privacy.mechanisms.exact_sampling.LaplaceSampler`
+  as :func:`~fedeval.privacy.mechanisms.exact_sampling.sampler_for` chooses it for a
+  large draw, what ``PolyaShares.sample_sum`` and ``DiscreteLaplace.sample`` use: half
+  words at ε/Δ = 1 and 0.125, 63-bit words at 0.01) against a frozen
   copy of the removed ``discrete_laplace_by_inversion`` (53-bit float inversion,
   whose pmf has holes in its tail);
 * discrete Gaussian, ``--n-gaussian`` draws (default 2^20) at σ ∈ {1, 10, 1000}:
@@ -33,7 +35,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import NDArray
 
-from fedeval.privacy.mechanisms.exact_sampling import gaussian_sampler, laplace_sampler
+from fedeval.privacy.mechanisms.exact_sampling import gaussian_sampler, sampler_for
 
 TARGET = 1.5
 RATES = (Fraction(1), Fraction(1, 8), Fraction(1, 100))
@@ -173,7 +175,7 @@ def main() -> None:
         print(f"\n{bg_name}: {args.n_laplace} discrete Laplace / {args.n_gaussian} Gaussian draws")
         print(header)
         for rate in RATES:
-            sampler = laplace_sampler(rate)
+            sampler = sampler_for(rate, 1 << 14)
             alpha = math.exp(-float(rate))
             row, ratios = run(
                 f"discrete Laplace ε/Δ = {float(rate):g}",
