@@ -28,7 +28,7 @@ disjoint 20,000-row split; balanced classes, ROC AUC ≈ 0.86; a pool of
 example per client).
 
 Grid: M ∈ {10^4, 3·10^4, 10^5, 3·10^5, 10^6}; SA; DistDP ε ∈ {0.3, 1, 3};
-LDP ε ∈ {1, 3, 8}; 10 repetitions each (fresh sample and noise); b = 2.
+LDP ε ∈ {1, 3, 8}; 30 repetitions each (fresh sample and noise); b = 2.
 
 Observed errors per run:
 
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    reps = args.reps or (3 if args.quick else 10)
+    reps = args.reps or (3 if args.quick else 30)
     grid = settings(args.quick)
     pool_s, pool_y = planner_task(max(m for *_, m in grid) + 200_000)
     print(f"pool: {pool_s.size} examples, AUC {roc_auc_score(pool_y, pool_s):.4f}")
