@@ -172,18 +172,27 @@ def test_straddling_word_splits_at_the_threshold(word_bits: int) -> None:
 
 
 @pytest.mark.statistical
-def test_word_zero_continues_into_the_far_tail() -> None:
-    """U < 2⁻⁶³: every S_k with S_k·2⁶³ ≥ 1 is exceeded, and the rest is exact."""
-    rate = Fraction(1)
-    sampler = LaplaceSampler(rate)
-    k0 = support_end(rate)
-    gen = np.random.Generator(np.random.PCG64(12))
+@pytest.mark.parametrize(
+    ("rate", "word_bits", "seed"), [(Fraction(1), 63, 12), (Fraction(1, 4), 31, 21)]
+)
+def test_word_zero_continues_into_the_far_tail(rate: Fraction, word_bits: int, seed: int) -> None:
+    """U < 2⁻ᵇ: every S_k with S_k·2ᵇ ≥ 1 is exceeded, and the rest is exact. A half
+    word (b = 31) below its table's end N_K (S_K ≤ 2⁻²⁴) is undecided, so its
+    resolution is what continues U into the tail."""
+    sampler = LaplaceSampler(rate, word_bits=word_bits)
+    if word_bits == 31:
+        assert int(sampler.hi_table[-1]) <= HALF_WORD_TAIL
+        _, certified = sampler.decode(np.array([0, 1, 2, 3], dtype=np.uint32))
+        assert not certified.any()
+    k0 = support_end(rate, word_bits)
+    gen = np.random.Generator(np.random.PCG64(seed))
     n = 600
     draws = np.array([sampler.resolve(0, gen) for _ in range(n)])
     assert draws.min() >= k0
     with localcontext() as ctx:
         ctx.prec = 90
-        p_more = float(thresholds(rate, k0 + 1)[k0 + 1] * TWO63)  # P(U < S_{k0+1} | U < 2⁻⁶³)
+        # P(U < S_{k0+1} | U < 2⁻ᵇ)
+        p_more = float(thresholds(rate, k0 + 1)[k0 + 1] * (1 << word_bits))
     assert abs((draws > k0).mean() - p_more) <= 5 * math.sqrt(p_more * (1 - p_more) / n)
 
 
@@ -202,27 +211,6 @@ def test_resolve_agrees_with_decode_where_the_word_decides(word_bits: int) -> No
             raw[certified][:100].tolist(), values[certified][:100].tolist(), strict=True
         ):
             assert sampler.resolve(r, gen) == v
-
-
-@pytest.mark.statistical
-def test_half_word_beyond_its_table_is_resolved_exactly() -> None:
-    """A half word below N_K (the table's end, S_K ≤ 2⁻²⁴) is undecided, and its
-    resolution continues U into the tail exactly: given U < 2⁻³¹·(w + 1) for w = 0,
-    |X| ≥ k with probability S_k·2³¹ for every k beyond the half word's support."""
-    rate = Fraction(1, 4)
-    sampler = LaplaceSampler(rate, word_bits=31)
-    assert int(sampler.hi_table[-1]) <= HALF_WORD_TAIL
-    _, certified = sampler.decode(np.array([0, 1, 2, 3], dtype=np.uint32))
-    assert not certified.any()
-    k0 = support_end(rate, 31)
-    gen = np.random.Generator(np.random.PCG64(21))
-    n = 600
-    draws = np.array([sampler.resolve(0, gen) for _ in range(n)])
-    assert draws.min() >= k0
-    with localcontext() as ctx:
-        ctx.prec = 90
-        p_more = float(thresholds(rate, k0 + 1)[k0 + 1] * (1 << 31))
-    assert abs((draws > k0).mean() - p_more) <= 5 * math.sqrt(p_more * (1 - p_more) / n)
 
 
 def test_sampler_for_takes_half_words_only_where_their_table_reaches_the_tail() -> None:
