@@ -124,7 +124,7 @@ HALF_WORD_BITS = 31
 """Bits of each half word (32 bits) used for the uniform by a half-word sampler; the lowest is the sign."""
 
 HALF_WORD_TAIL = 1 << (HALF_WORD_BITS - 24)
-"""A half-word table is used only when it ends at N_K ≤ 2⁷, i.e. S_K ≤ 2⁻²⁴ (:func:`sample_discrete_laplace_exact`)."""
+"""A half-word table is used only when it ends at N_K ≤ 2⁷, i.e. S_K ≤ 2⁻²⁴ (:func:`sampler_for`)."""
 
 MAX_SCALE = 2.0**50
 """Largest discrete Laplace scale t accepted: outputs stay far inside int64 (|X| < 2⁵⁷)."""
@@ -704,7 +704,7 @@ def sampler_for(rate: Fraction, table_size: int) -> LaplaceSampler:
 
     A half word (31 bits of U and a sign) decides a draw as a 63-bit word does,
     by the integer table N_k = ⌊S_k·2³¹⌋, and costs half the random bits and
-    half the memory traffic (2× faster at t = 22). Beyond its table it
+    half the memory traffic (decoding 2×, sampling 1.4× faster at t = 22). Beyond its table it
     certifies nothing (31 bits are too few for the float certificate), so
     every such word is finished exactly by :meth:`LaplaceSampler.resolve`,
     which is slow. Half words are therefore used only when their table ends
