@@ -139,6 +139,22 @@ def test_bad_values_name_the_file_and_row(
         fe.evaluate(fe.scan(d), fe.DistributedDP(1.0), rng=0)
 
 
+@pytest.mark.parametrize("bad", [2, -1])
+def test_bad_integer_labels_name_the_file_and_row(tmp_path: Path, bad: int) -> None:
+    """Integer labels are checked by their range (no temporaries); a bad one is still found."""
+    s, y, c = _data()
+    d = _write_parts(tmp_path, s, y, c)
+    table = pq.read_table(d / "part-1.parquet")
+    labels = table.column("label").to_numpy().astype(np.int8)
+    labels[1234] = bad
+    table = table.set_column(table.schema.get_field_index("label"), "label", pa.array(labels))
+    pq.write_table(table, d / "part-1.parquet", row_group_size=500)
+    with pytest.raises(
+        ValueError, match=rf"label {bad} is not 0 or 1.*part-1\.parquet at row 1234"
+    ):
+        fe.evaluate(fe.scan(d), fe.DistributedDP(1.0), rng=0)
+
+
 def test_missing_column_missing_path_and_unknown_format(tmp_path: Path) -> None:
     s, y, c = _data(100)
     pq.write_table(pa.table({"score": s, "label": y}), tmp_path / "a.parquet")

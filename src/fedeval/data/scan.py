@@ -681,6 +681,11 @@ def _check_labels(values: NDArray[Any], where: str, first: int) -> NDArray[np.in
         return values.view(np.int8)
     if values.dtype.kind not in "iuf":
         raise TypeError(f"labels in {where} must be 0/1 or booleans, got dtype {values.dtype}")
+    # Integers: two reductions, no temporaries (a 0/1 batch has min >= 0 and max <= 1).
+    if values.dtype.kind in "iu" and (
+        values.size == 0 or (values.min() >= 0 and values.max() <= 1)
+    ):
+        return values.astype(np.int8, copy=False)
     ok = (values == 0) | (values == 1)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
