@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from fedeval.sketches.grid import UniformGrid, count_bins
 
@@ -163,3 +164,33 @@ def test_keys_computed_in_pieces_count_what_one_piece_counts(
         np.testing.assert_array_equal(
             whole[0, c], np.bincount(g.bin_index(scores[labels == c]), minlength=n_bins)
         )
+
+
+@pytest.mark.parametrize(
+    ("n", "size"), [(3 << 20, 1 << 21), (5 << 20, 1 << 17), (5 << 20, 1 << 12)]
+)
+def test_bincount_chunks_are_never_shorter_than_the_count_vector(
+    n: int, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every bincount allocates a vector of ``size`` counts: a chunk holds at least
+    ``size`` keys (and 8 per count up to 1M keys), so the work stays O(n + size)."""
+    from fedeval.sketches import grid
+
+    calls: list[int] = []
+    real = np.bincount
+
+    def spy(x: NDArray[np.int64], *args: object, **kwargs: object) -> NDArray[np.int64]:
+        calls.append(x.shape[0])
+        return real(x, *args, **kwargs)
+
+    monkeypatch.setattr(grid, "ENCODE_THREADS", 1)
+    monkeypatch.setattr(np, "bincount", spy)
+    keys = np.arange(n, dtype=np.int64) % size
+
+    def fill(start: int, stop: int, key: NDArray[np.int64], scratch: NDArray[np.int64]) -> None:
+        key[:] = keys[start:stop]
+
+    got = grid.chunked_bincount(n, size, fill)
+    np.testing.assert_array_equal(got, real(keys, minlength=size))
+    assert min(calls[:-1] or calls) >= min(n, max(size, min(8 * size, 1 << 20)))
+    assert len(calls) <= max(1, n // max(size, min(8 * size, 1 << 20)))
