@@ -394,3 +394,26 @@ def test_the_planning_count_of_a_scan_reads_no_rows(
     assert fast.plan is not None and streamed.plan is not None
     assert fast.parameters["height"] == streamed.parameters["height"]
     assert _levels_equal(fast, streamed)
+
+
+def test_parquet_pages_are_streamed_unless_the_caller_set_scan_options(tmp_path: Path) -> None:
+    """Default Parquet scan options are replaced by streamed pages (no pre-buffered row
+    group); options a caller set on their own dataset are kept, and the release is the same."""
+    from fedeval.data.scan import _streamed_parquet
+
+    s, y, c = _data()
+    (tmp_path / "pq").mkdir()
+    (tmp_path / "csv").mkdir()
+    d = _write_parts(tmp_path / "pq", s, y, c)
+    frag = next(iter(pads.dataset(d).get_fragments()))
+    (opts,) = _streamed_parquet(frag).values()
+    assert opts.pre_buffer is False
+    custom = pads.ParquetFragmentScanOptions(use_buffered_stream=True, buffer_size=1 << 12)
+    fmt = pads.ParquetFileFormat(default_fragment_scan_options=custom)
+    own = pads.dataset(d, format=fmt)
+    assert _streamed_parquet(next(iter(own.get_fragments()))) == {}
+    csv = _write_parts(tmp_path / "csv", s, y, c, fmt="csv")
+    assert _streamed_parquet(next(iter(pads.dataset(csv, format="csv").get_fragments()))) == {}
+    a = fe.evaluate(fe.scan(own, client="client"), fe.DistributedDP(1.0), rng=4, height=6)
+    b = fe.evaluate(fe.scan(d, client="client"), fe.DistributedDP(1.0), rng=4, height=6)
+    assert _levels_equal(a, b)

@@ -91,9 +91,11 @@ _DEFAULT_BATCH = 1 << 20
 _COUNT_IDS_BELOW = 1 << 23
 _COUNT_EVERY = 1 << 22
 _MARK_IDS_BELOW = 1 << 28
-#: pyarrow's own read-ahead (on by default) is redundant with the reader thread
-#: (:data:`PREFETCH_DEPTH`) and holds ~150 MB more of decoded batches.
-_READ_OPTIONS: dict[str, Any] = {"batch_readahead": 0, "fragment_readahead": 0}
+#: pyarrow's read-ahead within a file: two batches, one file at a time. Its default
+#: (16 batches, 4 files) holds ~150 MB more of decoded batches beside the reader
+#: thread's own prefetch (:data:`PREFETCH_DEPTH`); none at all halves the speed of
+#: reading a client column (30M int64 ids: 0.69–0.76 → 0.27–0.38 s with two).
+_READ_OPTIONS: dict[str, Any] = {"batch_readahead": 2, "fragment_readahead": 0}
 #: Clients are counted in a table of every client per batch below this; above, by sorting.
 _COUNT_CLIENTS_BELOW = 1 << 23
 _PROGRESS_DELAY_S = 2.0
@@ -285,7 +287,10 @@ class Scan:
         for frag, where in self._fragments():
             first = 0
             batches = frag.to_batches(
-                columns=list(columns), batch_size=self.batch_size, **_READ_OPTIONS
+                columns=list(columns),
+                batch_size=self.batch_size,
+                **_READ_OPTIONS,
+                **_streamed_parquet(frag),
             )
             while True:
                 try:
@@ -644,6 +649,27 @@ def _check_columns(columns: list[str], available: list[str], where: str) -> None
         raise ValueError(
             f"column(s) {missing} not found in {where}; available columns: {available}"
         )
+
+
+def _streamed_parquet(fragment: Any) -> dict[str, Any]:
+    """Parquet pages read as they are decoded, not a row group's columns at once.
+
+    pyarrow pre-buffers every column chunk of a row group by default: on a 30M-row
+    scan of (score, label, client) that holds ~120 MB more at the peak and reads
+    no faster (0.73–0.83 s against 0.47–0.56 s streamed, with :data:`_READ_OPTIONS`).
+    Only where the format's scan options are pyarrow's defaults: options a caller
+    set on their own dataset (decryption, buffer sizes) are kept as they are.
+    """
+    import pyarrow.dataset as pads
+
+    fmt = getattr(fragment, "format", None)
+    if not isinstance(fmt, pads.ParquetFileFormat):
+        return {}
+    default = pads.ParquetFragmentScanOptions()
+    current = fmt.default_fragment_scan_options
+    if current is not None and not default.equals(current):
+        return {}
+    return {"fragment_scan_options": pads.ParquetFragmentScanOptions(pre_buffer=False)}
 
 
 def _to_numpy(col: Any) -> NDArray[Any]:
