@@ -94,7 +94,9 @@ _MARK_IDS_BELOW = 1 << 28
 #: pyarrow's read-ahead within a file: two batches, one file at a time. Its default
 #: (16 batches, 4 files) holds ~150 MB more of decoded batches beside the reader
 #: thread's own prefetch (:data:`PREFETCH_DEPTH`); none at all halves the speed of
-#: reading a client column (30M int64 ids: 0.69–0.76 → 0.27–0.38 s with two).
+#: a pass over a client column alone (30M int64 ids, 1M-row row groups: 0.69–0.80 s
+#: without, 0.34–0.35 s with two and :func:`_streamed_parquet`). In a full evaluation
+#: both cores are busy anyway, and the gain is mostly absorbed.
 _READ_OPTIONS: dict[str, Any] = {"batch_readahead": 2, "fragment_readahead": 0}
 #: Clients are counted in a table of every client per batch below this; above, by sorting.
 _COUNT_CLIENTS_BELOW = 1 << 23
@@ -654,9 +656,10 @@ def _check_columns(columns: list[str], available: list[str], where: str) -> None
 def _streamed_parquet(fragment: Any) -> dict[str, Any]:
     """Parquet pages read as they are decoded, not a row group's columns at once.
 
-    pyarrow pre-buffers every column chunk of a row group by default: on a 30M-row
-    scan of (score, label, client) that holds ~120 MB more at the peak and reads
-    no faster (0.73–0.83 s against 0.47–0.56 s streamed, with :data:`_READ_OPTIONS`).
+    pyarrow pre-buffers every column chunk of a row group by default: a pass over
+    (score, label, client) of 30M rows, with :data:`_READ_OPTIONS`, then peaks
+    ~150 MB higher (+330 against +182 MB) for no speed (0.50–0.68 against
+    0.47–0.56 s streamed).
     Only where the format's scan options are pyarrow's defaults: options a caller
     set on their own dataset (decryption, buffer sizes) are kept as they are.
     """
