@@ -417,3 +417,20 @@ def test_parquet_pages_are_streamed_unless_the_caller_set_scan_options(tmp_path:
     a = fe.evaluate(fe.scan(own, client="client"), fe.DistributedDP(1.0), rng=4, height=6)
     b = fe.evaluate(fe.scan(d, client="client"), fe.DistributedDP(1.0), rng=4, height=6)
     assert _levels_equal(a, b)
+
+
+def test_parquet_on_a_remote_filesystem_keeps_pre_buffering(tmp_path: Path) -> None:
+    """Streamed pages are small reads: on a filesystem other than the local disk (S3,
+    GCS, or any wrapper of them) pyarrow's coalesced pre-buffered reads are kept."""
+    import pyarrow.fs as pafs
+
+    from fedeval.data.scan import _streamed_parquet
+
+    s, y, c = _data()
+    d = _write_parts(tmp_path, s, y, c)
+    wrapped = pafs.SubTreeFileSystem(str(d), pafs.LocalFileSystem())
+    remote = pads.dataset("", filesystem=wrapped, format="parquet")
+    assert _streamed_parquet(next(iter(remote.get_fragments()))) == {}
+    a = fe.evaluate(fe.scan(remote, client="client"), fe.DistributedDP(1.0), rng=5, height=6)
+    b = fe.evaluate(fe.scan(d, client="client"), fe.DistributedDP(1.0), rng=5, height=6)
+    assert _levels_equal(a, b)

@@ -660,13 +660,18 @@ def _streamed_parquet(fragment: Any) -> dict[str, Any]:
     (score, label, client) of 30M rows, with :data:`_READ_OPTIONS`, then peaks
     ~150 MB higher (+330 against +182 MB) for no speed (0.50–0.68 against
     0.47–0.56 s streamed).
-    Only where the format's scan options are pyarrow's defaults: options a caller
-    set on their own dataset (decryption, buffer sizes) are kept as they are.
+    Only for files on the local disk, and where the format's scan options are
+    pyarrow's defaults. On other filesystems (S3, GCS) pre-buffering coalesces
+    many small reads into a few large ones, which is what it is for; options a
+    caller set on their own dataset (decryption, buffer sizes) are kept as they are.
     """
     import pyarrow.dataset as pads
+    import pyarrow.fs as pafs
 
     fmt = getattr(fragment, "format", None)
     if not isinstance(fmt, pads.ParquetFileFormat):
+        return {}
+    if not isinstance(getattr(fragment, "filesystem", None), pafs.LocalFileSystem):
         return {}
     default = pads.ParquetFragmentScanOptions()
     current = fmt.default_fragment_scan_options
