@@ -14,7 +14,7 @@ module is free to change (issue 28).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,9 +67,9 @@ class StreamedBound:
 
     The batch is grouped by client once (:meth:`prepare`: one sort of packed
     ``client << bits | row`` keys, in the reader thread); the decisions then
-    read and write the clients' packed states ``(unseen << 32) | slots`` in
-    ascending client order, and every rank after the first is a short
-    vectorised step on the rows that have it.
+    read and write the clients' packed states ``(unseen << shift) | slots``
+    (32 bits where they fit, else 64) in ascending client order, and every rank
+    after the first is a short vectorised step on the rows that have it.
     """
 
     def __init__(self, sizes: NDArray[np.int64], bound: int, seed: int) -> None:
@@ -84,8 +84,18 @@ class StreamedBound:
         # Rows of clients at or below the bound are always kept (their slots equal their
         # unseen rows); they are set aside first only when that saves work.
         self.over = over if sizes[over].sum() < 0.9 * sizes.sum() else None
-        # one gather and one scatter per batch: (unseen rows << 32) | slots left
-        self.state = (sizes << _HALF) | np.minimum(sizes, bound)
+        # One gather and one scatter per batch of (unseen rows << shift) | slots left, in
+        # 32 bits where the largest client and the bound fit (random gathers and scatters
+        # of 3M clients took 1.4-1.7 ms against 4.1 ms in 64 bits, numpy 2.4).
+        self.shift = max(int(bound).bit_length(), 1)
+        largest = int(sizes.max()) if sizes.size else 0
+        dtype = np.uint32 if largest < 1 << (32 - self.shift) else np.uint64
+        self.one_row: np.unsignedinteger[Any] = dtype(1 << self.shift)  # one row less unseen
+        self.slots: np.unsignedinteger[Any] = dtype((1 << self.shift) - 1)
+        packed = (sizes.astype(np.uint64) << self.shift) | np.minimum(sizes, bound).astype(
+            np.uint64
+        )
+        self.state: NDArray[np.unsignedinteger[Any]] = packed.astype(dtype)
 
     def prepare(self, clients: NDArray[np.int64]) -> _Grouped:
         """A batch's rows of clients above the bound, grouped by client (stateless).
@@ -145,34 +155,31 @@ class StreamedBound:
         b = batch if isinstance(batch, _Grouped) else self.prepare(batch)
         if b.who.size == 0:
             return np.ones(b.n_rows, dtype=bool)
-        # (rows unseen << 32) | slots left, of every group's client, updated row by row
+        # (rows unseen << shift) | slots left, of every group's client, updated row by row
         state = self.state[b.who]
         keep_sub = np.empty(b.order.shape[0], dtype=bool)
         # Algorithm S: the first rows of the light groups, then their second rows, ...
         if b.light is None:
-            take = self._below(state << _HALF, state >> _HALF)
+            take = self._step(state)
             keep_sub[b.first_rows] = take
             state -= take
-            state -= _ONE_ROW
+            state -= self.one_row
         else:
             g = b.light
             st = state[g]
-            take = self._below(st << _HALF, st >> _HALF)
+            take = self._step(st)
             keep_sub[b.first_rows[g]] = take
-            state[g] = st - take - _ONE_ROW
+            state[g] = st - take - self.one_row
         begin = 0
         for end in b.level_ends.tolist():
             g = b.level_group[begin:end]
             st = state[g]
-            take = self._below(st << _HALF, st >> _HALF)
+            take = self._step(st)
             keep_sub[b.level_rows[begin:end]] = take
-            state[g] = st - take - _ONE_ROW
+            state[g] = st - take - self.one_row
             begin = end
         if b.heavy.size:
             self._in_blocks(b, state, keep_sub)
-        # a row decided with no unseen row left makes the high half negative
-        if state.min() < 0:
-            raise ValueError("a client has more rows than counted: the data changed between passes")
         self.state[b.who] = state
         if b.rows is None:
             return keep_sub
@@ -180,26 +187,35 @@ class StreamedBound:
         keep[b.rows] = keep_sub
         return keep
 
-    def _below(self, s_high: NDArray[np.int64], u: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """Whether an integer uniform on {0, ..., u − 1} is below s, for every pair.
+    def _step(self, state: NDArray[np.unsignedinteger]) -> NDArray[np.bool_]:
+        """Whether each client keeps its next row: with probability s/u (Algorithm S, one row).
 
-        Takes ``s << 32`` and u, with 0 <= s <= u < 2^31 (u = 0 gives False).
+        Takes the clients' packed states (u rows unseen, s slots left), s <= u < 2^31.
         Lemire's multiply-and-reject on 32-bit words: with x uniform on
         {0, ..., 2^32 − 1}, ``x·u >> 32`` is uniform on {0, ..., u − 1} once the
         words whose low half ``x·u mod 2^32`` falls below ``2^32 mod u`` are drawn
-        again; it is below s when ``x·u < s·2^32``. Exact, with a word per row (a
-        row is drawn again with probability below u / 2^32).
+        again; the row stays when ``x·u >> 32`` is below s. Exact, with a word per row
+        (a row is drawn again with probability below u / 2^32).
+
+        Raises
+        ------
+        ValueError
+            A client has no unseen row left (u = 0): the data changed between passes.
         """
-        m = np.multiply(self._words(s_high.shape[0]), u, dtype=np.int64)
-        below: NDArray[np.bool_] = m < s_high
+        u = state >> self.shift
+        if not u.all():
+            raise ValueError("a client has more rows than counted: the data changed between passes")
+        s = state & self.slots
+        m = np.multiply(self._words(u.shape[0]), u, dtype=np.uint64)
+        below: NDArray[np.bool_] = (m >> _HALF) < s
         m &= _LOW
         redo = np.flatnonzero(m < u)  # only these can fall below 2^32 mod u (< u)
         while redo.size:
-            redo = redo[m[redo] < (1 << _HALF) % u[redo]]
+            redo = redo[m[redo] < _WORDS % u[redo]]
             if redo.size == 0:
                 break
-            again = np.multiply(self._words(redo.size), u[redo], dtype=np.int64)
-            below[redo] = again < s_high[redo]
+            again = np.multiply(self._words(redo.size), u[redo], dtype=np.uint64)
+            below[redo] = (again >> _HALF) < s[redo]
             m[redo] = again & _LOW
         return below
 
@@ -209,7 +225,9 @@ class StreamedBound:
         words: NDArray[np.uint32] = raw.view(np.uint32)[:n]
         return words
 
-    def _in_blocks(self, b: _Grouped, state: NDArray[np.int64], keep: NDArray[np.bool_]) -> None:
+    def _in_blocks(
+        self, b: _Grouped, state: NDArray[np.unsignedinteger[Any]], keep: NDArray[np.bool_]
+    ) -> None:
         """Groups with many rows in this batch: how many stay, then which (a random order).
 
         Their ``state`` (unseen rows, slots left) and rows of ``keep`` are updated in place.
@@ -217,11 +235,11 @@ class StreamedBound:
         assert b.starts is not None
         g, r = b.heavy, b.heavy_rows
         st = state[g]
-        s, u = st & _LOW, st >> _HALF
+        s, u = (st & self.slots).astype(np.int64), (st >> self.shift).astype(np.int64)
         if np.any(r > u):
             raise ValueError("a client has more rows than counted: the data changed between passes")
         k = self.rng.hypergeometric(s, u - s, r)
-        state[g] = st - k - (r << _HALF)
+        state[g] = st - k.astype(st.dtype) - (r.astype(st.dtype) << self.shift)
         begin = np.cumsum(r) - r
         member = _ranges(b.starts[g], r)
         shuffle = self.rng.permutation(member.size)
@@ -258,5 +276,5 @@ def _ranges(starts: NDArray[np.intp], lengths: NDArray[np.int64]) -> NDArray[np.
 #: one vectorised step per rank); more, in one block (a hypergeometric count and a shuffle).
 _ROW_BY_ROW = 16
 _HALF = 32
-_ONE_ROW = 1 << _HALF  # one row less unseen, in the state's high half
 _LOW = (1 << 32) - 1
+_WORDS = np.uint64(1 << 32)  # 2^32 as an array scalar: a Python int would not fit uint32
