@@ -321,6 +321,72 @@ def test_a_binding_client_bound_stays_streamed(
     assert abs(ev.tree.totals().sum() - 30 * 40) < 30
 
 
+def _recorded_passes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The columns of every pass over the files, recorded from now on."""
+    import sys
+
+    scan_type = sys.modules["fedeval.data.scan"].Scan
+    read = scan_type._column_batches
+    passes: list[list[str]] = []
+
+    def recording(self: Any, columns: Any, *args: Any) -> Any:
+        passes.append(list(columns))
+        return read(self, columns, *args)
+
+    monkeypatch.setattr(scan_type, "_column_batches", recording)
+    return passes
+
+
+@pytest.mark.parametrize("offset", [0, 1 << 24])
+def test_a_bounded_scan_decodes_the_client_column_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offset: int
+) -> None:
+    """Issue 28: the first pass (the client sizes) keeps the integer ids it read, and the
+    bounded pass takes them instead of decoding the client column again. Ids from 2^23
+    up are only marked present by the first pass: their sizes are counted from the kept
+    ids, not from a third pass. The release is the one of a scan that keeps nothing (the
+    ids are the same), for the same seed, and the scan holds no ids after the pass. An
+    example-level release keeps none: it does not read the clients again."""
+    import sys
+
+    scan_module = sys.modules["fedeval.data.scan"]
+    s, y, c = _data(6000, 40)
+    d = _write_parts(tmp_path, s, y, c + offset)
+    model = fe.DistributedDP(1.0, unit="client", contribution_bound=30)
+    passes = _recorded_passes(monkeypatch)
+    src = fe.scan(d, client="client", batch_size=700)
+    kept = fe.evaluate(src, model, rng=5, height=5)
+    assert passes == [["client"], ["score", "label"]]
+    assert src._cache["pass_ids"].parts is None
+    example_level = fe.scan(d, client="client", batch_size=700)
+    fe.evaluate(example_level, fe.DistributedDP(1.0), rng=5, height=5)
+    assert "pass_ids" not in example_level._cache  # no bound: nothing kept
+    passes.clear()
+    monkeypatch.setattr(scan_module, "_PASS_IDS_BYTES", 4 * 6000 - 1)  # one row too few
+    read_again = fe.evaluate(fe.scan(d, client="client", batch_size=700), model, rng=5, height=5)
+    sizes_pass = [["client"]] if offset else []
+    assert passes == [["client"], *sizes_pass, ["score", "label", "client"]]
+    assert _levels_equal(kept, read_again)
+
+
+@pytest.mark.parametrize("change", [1, -1])
+def test_rows_added_or_removed_between_passes_are_an_error(tmp_path: Path, change: int) -> None:
+    """The bounded pass reads the ids the first pass kept: a file that gained or lost a row
+    between the passes is an error that names it, not a bound on misaligned ids. (CSV: a
+    Parquet file rewritten under a scan fails to read, its footer being the old one.)"""
+    s, y, c = _data(6000, 40)
+    d = _write_parts(tmp_path, s, y, c, fmt="csv")
+    src = fe.scan(d, client="client", batch_size=700)
+    src.keep_ids_for_bound()  # as a release under a contribution bound does
+    assert src.n_clients == 40  # the first pass: sizes, and the ids kept
+    rows = slice(2000, 4000 + change)  # the file's own rows, and one more or one less
+    table = pa.table({"score": s[rows], "label": y[rows], "client": c[rows], "other": s[rows]})
+    table.to_pandas().to_csv(d / "part-1.csv", index=False)
+    model = fe.DistributedDP(1.0, unit="client", contribution_bound=30)
+    with pytest.raises(ValueError, match=r"part-1\.csv.*data changed between passes"):
+        fe.evaluate(src, model, rng=5, height=5)
+
+
 @pytest.mark.parametrize("spacing", [1, 2, 3])
 def test_a_bound_keyed_by_id_keeps_the_rows_of_the_dense_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spacing: int

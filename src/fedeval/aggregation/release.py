@@ -326,6 +326,8 @@ def release(
     else:
         if privacy is None:
             raise TypeError("release() needs a privacy model or a reservation")
+        if isinstance(source, Scan) and getattr(privacy, "contribution_bound", None) is not None:
+            source.keep_ids_for_bound()  # before n_clients: its pass keeps the ids it reads
         mech = mechanism_for(
             privacy, sketch, n_clients=source.n_clients, layout=layout, min_received=min_received
         )

@@ -3,7 +3,9 @@
 :func:`scan` returns a lazy :class:`Scan`: nothing is read until a release
 needs it. A linear sketch is then encoded **batch by batch** (Parquet row
 groups, CSV blocks, Dask partitions) and the encodings are summed, so memory is
-bounded by one batch plus the sketch, whatever the number of rows. Each batch
+bounded by one batch plus the sketch, whatever the number of rows (and, between
+the two passes of a client-level bound, by at most 256 MB of the client ids
+that the first pass read: see below). Each batch
 is validated as it arrives (NaN/inf, scores outside the domain, labels not
 0/1), and an error names the file (or partition) and the row.
 
@@ -38,7 +40,10 @@ id, so a row's dense index is one table lookup (none when the ids are
 0..K-1); other ids (strings, huge integers) are found by binary search. The
 index is computed only when the encoder reads it (``reads_clients``): the
 hierarchy, for one, does not, so an example-level release reads the client
-column once, to count the clients, and then only scores and labels.
+column once, to count the clients, and then only scores and labels. Before a
+client-level contribution bound, the first pass keeps the integer ids it read
+(4 bytes a row, up to 64M rows) for the bounded pass, which takes them instead
+of decoding the client column again.
 
 A client-level contribution bound on the arrow engine is a stateful filter
 over the batches (:meth:`Scan.filtered`), supplied by the aggregation layer:
@@ -47,6 +52,7 @@ the bounded scan is still one streamed pass.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import functools
@@ -171,6 +177,18 @@ class Scan:
             return self.n_examples
         return self._clients().n_clients
 
+    def keep_ids_for_bound(self) -> None:
+        """Have the first pass over the client column keep the ids it reads, for a bound.
+
+        A client-level contribution bound (:meth:`filtered`) reads the client
+        column again, with the scores; kept ids spare that decoding
+        (:class:`_PassIds`). The release layer asks for it before the first
+        pass when its model bounds contributions; after the first pass, or
+        without a client column, it does nothing. Arrow engine only.
+        """
+        if self.engine == "arrow" and self.client is not None and "clients" not in self._cache:
+            self._cache["keep_ids"] = True
+
     def client_ids(self) -> NDArray[Any]:
         """Sorted distinct client ids (one pass over the client column, cached)."""
         return self._clients().ids
@@ -206,14 +224,23 @@ class Scan:
             )
         else:
             tally = _IdTally()
+            pass_ids = _PassIds() if self._cache.get("keep_ids") else None
             for values, where, first in self._column_batches([self.client]):
-                tally.add(_client_values(values[0], where, first, self.client))
+                ids = _client_values(values[0], where, first, self.client)
+                integer = ids.dtype.kind in "iu" and ids.size > 0
+                span = (int(ids.min()), int(ids.max())) if integer else None
+                tally.add(ids, span)
+                if pass_ids is not None:
+                    pass_ids.add(ids, span, where)
             table = tally.result()
+            if pass_ids is not None:
+                self._cache["pass_ids"] = pass_ids  # for the bounded pass
         self._cache["clients"] = table
         return table
 
     def _count_sizes(self, table: _ClientTable) -> _ClientTable:
-        """One pass over the client column: rows per client (dense index, then counts)."""
+        """Rows per client (dense index, then counts): a pass over the client column, or
+        over the ids the first pass kept (:class:`_PassIds`)."""
         assert self.client is not None
         n = table.n_clients
         if self.engine == "dask":
@@ -222,8 +249,17 @@ class Scan:
             sizes[table.index(counts.index.to_numpy())] = counts.to_numpy()
         else:
             sizes = np.zeros(n, dtype=np.int64)
-            for values, where, first in self._column_batches([self.client]):
-                dense = table.index(_client_values(values[0], where, first, self.client))
+            held: _PassIds | None = self._cache.get("pass_ids")
+            batches = (
+                held.kept()
+                if held is not None and held.parts
+                else (
+                    _client_values(values[0], where, first, self.client)
+                    for values, where, first in self._column_batches([self.client])
+                )
+            )
+            for ids in batches:
+                dense = table.index(ids)
                 if n < _COUNT_CLIENTS_BELOW:
                     sizes += np.bincount(dense, minlength=n)
                 else:  # a table of every client per batch would dwarf the batch
@@ -326,7 +362,14 @@ class Scan:
             keep_rows = self.row_filter(self._clients().filter_sizes(self._cache["source_sizes"]))
         client = self.client if clients or keep_rows is not None else None
         table = None if client is None else self._clients()
-        cols = [self.score, self.label] + ([client] if client is not None else [])
+        # the first pass's ids, when it kept them: taken (and freed) whether read or not
+        held: _PassIds | None = self._cache.get("pass_ids")
+        claimed = None if held is None else held.claim()
+        pass_ids = claimed if client is not None else None
+        del claimed  # not read: freed now, not at the end of the pass
+        cols = [self.score, self.label]
+        if client is not None and pass_ids is None:
+            cols.append(client)
         offset = [0]
 
         def validated(values: list[NDArray[Any]], where: str, first: int) -> tuple[Any, ...]:
@@ -336,7 +379,11 @@ class Scan:
             n = s.shape[0]
             prepared = None
             if table is not None and client is not None:
-                ids = _client_values(values[2], where, first, client)
+                ids = (
+                    pass_ids.take(where, first, n)
+                    if pass_ids is not None
+                    else _client_values(values[2], where, first, client)
+                )
                 c = table.index(ids) if clients else _unread(n)
                 if keep_rows is not None:
                     prepared = keep_rows.prepare(table.filter_keys(ids))
@@ -355,6 +402,8 @@ class Scan:
                 s, y = s.take(kept), y.take(kept)
                 c = c.take(kept) if clients else _unread(s.shape[0])
             yield Batch(s, y, c, where, first)
+        if pass_ids is not None:
+            pass_ids.check_used()
 
     # -------------------------------------------------------------- encode
     def encode(
@@ -465,6 +514,8 @@ class Scan:
         )
         out._cache["clients"] = self._clients().with_sizes(sizes)
         out._cache["source_sizes"] = self.client_sizes
+        if "pass_ids" in self._cache:  # one holder: whichever pass comes first takes the ids
+            out._cache["pass_ids"] = self._cache["pass_ids"]
         out._cache["n_examples"] = int(sizes.sum())
         return out
 
@@ -843,6 +894,92 @@ class _ClientTable:
         return np.take(self.lookup, values).astype(np.int64, copy=False)
 
 
+class _PassIds:
+    """The client ids that a scan's first pass read, kept for its next pass over the scores.
+
+    The first pass (:meth:`Scan._clients`) reads the client column alone; the
+    next one would decode it again with the scores and labels, and that
+    decoding was a fifth of the CPU of a client-level bounded pass (30M int64
+    ids, snappy: the bounded pass of ``bench_scale.py`` case (f) used 1.8-2.2 s
+    of CPU with the ids kept, 2.1-2.8 s without). Non-negative integer ids below 2^32 are kept as uint32, per file
+    in read order, up to :data:`_PASS_IDS_BYTES`; beyond that, or for other
+    ids, nothing is kept and the next pass reads the column.
+
+    Kept only when asked (:meth:`Scan.keep_ids_for_bound`): an example-level
+    release does not read the clients again, and the ids would add up to
+    :data:`_PASS_IDS_BYTES` to its peak (120 MB at 30M rows) for nothing. The
+    next pass over the scores (:meth:`Scan.batches`, of the scan or of a scan
+    :meth:`Scan.filtered` from it) takes them whether it reads clients or not
+    (:meth:`claim`), so the scan holds them only between the two passes, and it
+    frees each batch's ids as it goes. Its rows must be the first pass's,
+    in the same order: a row more or less in a file is an error (the data
+    changed between passes), as it is for the client sizes.
+    """
+
+    def __init__(self) -> None:
+        self.parts: dict[str, collections.deque[NDArray[np.uint32]]] | None = {}
+        self.nbytes = 0
+        self.read: dict[str, int] = {}  # rows of each file taken so far (the next pass)
+
+    def add(self, ids: NDArray[Any], span: tuple[int, int] | None, where: str) -> None:
+        """Keep a batch's ids (``span``: their min and max, None when not integers)."""
+        if self.parts is None or ids.size == 0:
+            return
+        self.nbytes += 4 * ids.size
+        if span is None or span[0] < 0 or span[1] >= 1 << 32 or self.nbytes > _PASS_IDS_BYTES:
+            self.parts = None  # the next pass reads the column
+            return
+        self.parts.setdefault(where, collections.deque()).append(ids.astype(np.uint32))
+
+    def kept(self) -> Iterator[NDArray[np.uint32]]:
+        """The kept ids, batch by batch, left in place."""
+        assert self.parts is not None
+        for pieces in self.parts.values():
+            yield from pieces
+
+    def claim(self) -> _PassIds | None:
+        """The kept ids, taken out of this holder (None when none were kept or they were taken)."""
+        if not self.parts:
+            self.parts = None
+            return None
+        out = _PassIds()
+        out.parts, self.parts = self.parts, None
+        return out
+
+    def take(self, where: str, first: int, n: int) -> NDArray[np.uint32]:
+        """The ids of rows ``first .. first + n - 1`` of ``where``, the rows after the last taken."""
+        assert self.parts is not None
+        pieces = self.parts.get(where)
+        if first != self.read.get(where, 0) or not pieces or sum(map(len, pieces)) < n:
+            raise ValueError(_CHANGED.format(where=where, first=first))
+        out = []
+        while n > 0:
+            ids = pieces[0]
+            if ids.shape[0] <= n:
+                out.append(pieces.popleft())
+            else:
+                out.append(ids[:n])
+                pieces[0] = ids[n:]
+            n -= out[-1].shape[0]
+        self.read[where] = first + sum(part.shape[0] for part in out)
+        return out[0] if len(out) == 1 else np.concatenate(out)
+
+    def check_used(self) -> None:
+        """After the pass: every kept row was read again (else the data changed)."""
+        assert self.parts is not None
+        for where, pieces in self.parts.items():
+            if pieces:
+                raise ValueError(_CHANGED.format(where=where, first=self.read.get(where, 0)))
+
+
+_CHANGED = (
+    "{where} has other rows than in the first pass over its client column (from row "
+    "{first}): the data changed between passes"
+)
+#: Client ids of the first pass kept for the next (:class:`_PassIds`): 64M rows.
+_PASS_IDS_BYTES = 256 << 20
+
+
 class _IdTally:
     """Distinct ids over batches: counted, marked present, or merged by sorting.
 
@@ -864,14 +1001,15 @@ class _IdTally:
         self.id_counts: NDArray[np.int64] | None = None
         self.dtype: Any = None
 
-    def add(self, values: NDArray[Any]) -> None:
+    def add(self, values: NDArray[Any], span: tuple[int, int] | None) -> None:
+        """Tally a batch's ids; ``span`` is their (min, max) when they are integers, else None."""
         if self.dtype is None:
             self.dtype = values.dtype
         if values.size == 0:
             return
-        if self.ids is None and values.dtype.kind in "iu":
-            hi = int(values.max())
-            if int(values.min()) >= 0 and hi < _MARK_IDS_BELOW:
+        if self.ids is None and span is not None:
+            lo, hi = span
+            if lo >= 0 and hi < _MARK_IDS_BELOW:
                 if self.counts is not None and hi < _COUNT_IDS_BELOW:
                     self.pending.append(values)
                     self.n_pending += values.size
