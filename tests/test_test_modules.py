@@ -33,9 +33,6 @@ EXEMPT: dict[str, str] = {
     "aggregation/continual.py": (
         "a continual release charged once: tested through tests/test_monitoring.py and tests/privacy/audits/test_audit_monitor.py"
     ),
-    "aggregation/streamed_bound.py": (
-        "the streamed client-level bound: tested through tests/statistical/test_aggregation_paths.py"
-    ),
     "entry_points.py": (
         "fe.evaluate's dispatch: tested through tests/test_evaluation.py and tests/test_slicing.py"
     ),
