@@ -369,6 +369,24 @@ def test_a_bounded_scan_decodes_the_client_column_once(
     assert _levels_equal(kept, read_again)
 
 
+def test_kept_ids_follow_fragments_that_share_a_file(tmp_path: Path) -> None:
+    """A dataset of row groups split from one file has fragments with the same path, each
+    counting its rows from 0: the kept ids follow the read order, not the file names, and
+    the bounded release is the one of the whole file, for the same seed."""
+    s, y, c = _data(3000, 40)
+    pq.write_table(
+        pa.table({"score": s, "label": y, "client": c}), tmp_path / "a.parquet", row_group_size=500
+    )
+    whole = pads.dataset(tmp_path / "a.parquet")
+    groups = [g for f in whole.get_fragments() for g in f.split_by_row_group()]
+    assert len(groups) == 6 and len({g.path for g in groups}) == 1
+    split = pads.FileSystemDataset(groups, whole.schema, whole.format, whole.filesystem)
+    model = fe.DistributedDP(5.0, unit="client", contribution_bound=10)
+    a = fe.evaluate(fe.scan(split, client="client"), model, rng=3, height=4)
+    b = fe.evaluate(fe.scan(whole, client="client"), model, rng=3, height=4)
+    assert _levels_equal(a, b)
+
+
 @pytest.mark.parametrize("change", [1, -1])
 def test_rows_added_or_removed_between_passes_are_an_error(tmp_path: Path, change: int) -> None:
     """The bounded pass reads the ids the first pass kept: a file that gained or lost a row

@@ -231,7 +231,7 @@ class Scan:
                 span = (int(ids.min()), int(ids.max())) if integer else None
                 tally.add(ids, span)
                 if pass_ids is not None:
-                    pass_ids.add(ids, span, where)
+                    pass_ids.add(ids, span, where, first)
             table = tally.result()
             if pass_ids is not None:
                 self._cache["pass_ids"] = pass_ids  # for the bounded pass
@@ -901,9 +901,10 @@ class _PassIds:
     next one would decode it again with the scores and labels, and that
     decoding was a fifth of the CPU of a client-level bounded pass (30M int64
     ids, snappy: the bounded pass of ``bench_scale.py`` case (f) used 1.8-2.2 s
-    of CPU with the ids kept, 2.1-2.8 s without). Non-negative integer ids below 2^32 are kept as uint32, per file
-    in read order, up to :data:`_PASS_IDS_BYTES`; beyond that, or for other
-    ids, nothing is kept and the next pass reads the column.
+    of CPU with the ids kept, 2.1-2.8 s without). Non-negative integer ids
+    below 2^32 are kept as uint32, batch by batch in read order, up to
+    :data:`_PASS_IDS_BYTES`; beyond that, or for other ids, nothing is kept and
+    the next pass reads the column.
 
     Kept only when asked (:meth:`Scan.keep_ids_for_bound`): an example-level
     release does not read the clients again, and the ids would add up to
@@ -911,17 +912,22 @@ class _PassIds:
     next pass over the scores (:meth:`Scan.batches`, of the scan or of a scan
     :meth:`Scan.filtered` from it) takes them whether it reads clients or not
     (:meth:`claim`), so the scan holds them only between the two passes, and it
-    frees each batch's ids as it goes. Its rows must be the first pass's,
-    in the same order: a row more or less in a file is an error (the data
-    changed between passes), as it is for the client sizes.
+    frees each batch's ids as it goes. Its rows must be the first pass's, in
+    the same order (its batches may be cut elsewhere): a row more or less in a
+    file is an error (the data changed between passes), as it is for the
+    client sizes. Files are told apart by their order, not their names: two
+    fragments of one file (row groups split by the caller) are two files here.
     """
 
     def __init__(self) -> None:
-        self.parts: dict[str, collections.deque[NDArray[np.uint32]]] | None = {}
+        # (file, first row, ids) of every batch, in read order
+        self.parts: collections.deque[tuple[str, int, NDArray[np.uint32]]] | None = (
+            collections.deque()
+        )
         self.nbytes = 0
-        self.read: dict[str, int] = {}  # rows of each file taken so far (the next pass)
+        self.last: str | None = None  # the file of the last rows taken
 
-    def add(self, ids: NDArray[Any], span: tuple[int, int] | None, where: str) -> None:
+    def add(self, ids: NDArray[Any], span: tuple[int, int] | None, where: str, first: int) -> None:
         """Keep a batch's ids (``span``: their min and max, None when not integers)."""
         if self.parts is None or ids.size == 0:
             return
@@ -929,13 +935,13 @@ class _PassIds:
         if span is None or span[0] < 0 or span[1] >= 1 << 32 or self.nbytes > _PASS_IDS_BYTES:
             self.parts = None  # the next pass reads the column
             return
-        self.parts.setdefault(where, collections.deque()).append(ids.astype(np.uint32))
+        self.parts.append((where, first, ids.astype(np.uint32)))
 
     def kept(self) -> Iterator[NDArray[np.uint32]]:
         """The kept ids, batch by batch, left in place."""
         assert self.parts is not None
-        for pieces in self.parts.values():
-            yield from pieces
+        for _, _, ids in self.parts:
+            yield ids
 
     def claim(self) -> _PassIds | None:
         """The kept ids, taken out of this holder (None when none were kept or they were taken)."""
@@ -947,29 +953,38 @@ class _PassIds:
         return out
 
     def take(self, where: str, first: int, n: int) -> NDArray[np.uint32]:
-        """The ids of rows ``first .. first + n - 1`` of ``where``, the rows after the last taken."""
-        assert self.parts is not None
-        pieces = self.parts.get(where)
-        if first != self.read.get(where, 0) or not pieces or sum(map(len, pieces)) < n:
-            raise ValueError(_CHANGED.format(where=where, first=first))
+        """The ids of rows ``first .. first + n - 1`` of ``where``: the rows after the last taken.
+
+        The next pass reads the files in the first pass's order; its batches may
+        be cut elsewhere, but must hold the same rows.
+        """
+        pieces = self.parts
+        assert pieces is not None
         out = []
         while n > 0:
-            ids = pieces[0]
-            if ids.shape[0] <= n:
-                out.append(pieces.popleft())
+            if not pieces or pieces[0][:2] != (where, first):
+                # a file that lost rows (the next one began before its kept rows were
+                # read again), else one that gained or changed them
+                lost = pieces and pieces[0][0] == self.last != where
+                at = pieces[0][:2] if lost else (where, first)
+                raise ValueError(_CHANGED.format(where=at[0], first=at[1]))
+            _, _, ids = pieces[0]
+            k = min(n, ids.shape[0])
+            out.append(ids[:k])
+            if k == ids.shape[0]:
+                pieces.popleft()
             else:
-                out.append(ids[:n])
-                pieces[0] = ids[n:]
-            n -= out[-1].shape[0]
-        self.read[where] = first + sum(part.shape[0] for part in out)
+                pieces[0] = (where, first + k, ids[k:])
+            first, n = first + k, n - k
+        self.last = where
         return out[0] if len(out) == 1 else np.concatenate(out)
 
     def check_used(self) -> None:
         """After the pass: every kept row was read again (else the data changed)."""
         assert self.parts is not None
-        for where, pieces in self.parts.items():
-            if pieces:
-                raise ValueError(_CHANGED.format(where=where, first=self.read.get(where, 0)))
+        if self.parts:
+            where, first, _ = self.parts[0]
+            raise ValueError(_CHANGED.format(where=where, first=first))
 
 
 _CHANGED = (
