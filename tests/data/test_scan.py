@@ -42,6 +42,22 @@ def _levels_equal(a: Any, b: Any) -> bool:
     return all(np.array_equal(p, q) for p, q in zip(a.tree.levels, b.tree.levels, strict=True))
 
 
+def _recorded_passes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The columns of every pass over the files, recorded from now on."""
+    import sys
+
+    scan_type = sys.modules["fedeval.data.scan"].Scan
+    read = scan_type._column_batches
+    passes: list[list[str]] = []
+
+    def recording(self: Any, columns: Any, *args: Any) -> Any:
+        passes.append(list(columns))
+        return read(self, columns, *args)
+
+    monkeypatch.setattr(scan_type, "_column_batches", recording)
+    return passes
+
+
 @pytest.mark.parametrize(
     "privacy",
     [fe.SecureAggregation(), fe.DistributedDP(1.0), fe.LocalDP(5.0), fe.CentralDP(1.0)],
@@ -262,19 +278,9 @@ def test_an_encoder_that_ignores_clients_reads_no_client_column(
     """Example-level DistDP with a client column: the client column is read once, alone,
     to count the clients; the encoding pass reads scores and labels only. Same release
     as in memory, for the same seed."""
-    import sys
-
     s, y, c = _data()
     d = _write_parts(tmp_path, s, y, c)
-    scan_type = sys.modules["fedeval.data.scan"].Scan
-    read = scan_type._column_batches
-    passes: list[list[str]] = []
-
-    def recording(self: Any, columns: Any, *args: Any) -> Any:
-        passes.append(list(columns))
-        return read(self, columns, *args)
-
-    monkeypatch.setattr(scan_type, "_column_batches", recording)
+    passes = _recorded_passes(monkeypatch)
     src = fe.scan(d, client="client", batch_size=700)
     a = fe.evaluate(src, fe.DistributedDP(1.0), rng=6, height=6)
     assert passes == [["client"], ["score", "label"]]
@@ -319,22 +325,6 @@ def test_a_binding_client_bound_stays_streamed(
         src, fe.DistributedDP(50.0, unit="client", contribution_bound=30), rng=1, height=3
     )
     assert abs(ev.tree.totals().sum() - 30 * 40) < 30
-
-
-def _recorded_passes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The columns of every pass over the files, recorded from now on."""
-    import sys
-
-    scan_type = sys.modules["fedeval.data.scan"].Scan
-    read = scan_type._column_batches
-    passes: list[list[str]] = []
-
-    def recording(self: Any, columns: Any, *args: Any) -> Any:
-        passes.append(list(columns))
-        return read(self, columns, *args)
-
-    monkeypatch.setattr(scan_type, "_column_batches", recording)
-    return passes
 
 
 @pytest.mark.parametrize("offset", [0, 1 << 24])
@@ -451,7 +441,6 @@ def test_the_planning_count_of_a_scan_reads_no_rows(
     bounded) every row, half the time of a client-level scan. It is the row count, from
     the metadata or Σ min(size, B): the same release, for the same seed, as the streamed
     count, and no pass over score or label for it."""
-    import sys
 
     from fedeval.sketches.client_count import ExampleCountSketch
 
@@ -462,15 +451,7 @@ def test_the_planning_count_of_a_scan_reads_no_rows(
         if bound is None
         else fe.DistributedDP(1.0, unit="client", contribution_bound=bound)
     )
-    scan_type = sys.modules["fedeval.data.scan"].Scan
-    read = scan_type._column_batches
-    passes: list[list[str]] = []
-
-    def recording(self: Any, columns: Any, *args: Any) -> Any:
-        passes.append(list(columns))
-        return read(self, columns, *args)
-
-    monkeypatch.setattr(scan_type, "_column_batches", recording)
+    passes = _recorded_passes(monkeypatch)
     fast = fe.evaluate(fe.scan(d, client="client", batch_size=700), model, rng=5)
     assert passes.count(["score", "label", "client"]) + passes.count(["score", "label"]) == 1
     monkeypatch.setattr(ExampleCountSketch, "counts_rows", False)
