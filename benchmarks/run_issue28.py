@@ -70,9 +70,8 @@ def _stamp() -> str:
     return f"{dt.datetime.now().isoformat(timespec='seconds')}, load average {load}"
 
 
-def run_one(name: str, argv: list[str], out: Path) -> list[str]:
+def run_one(argv: list[str], out: Path, started: str) -> list[str]:
     """Run one benchmark, write its log, and return its verdict lines (the log's, on failure)."""
-    started = _stamp()
     t = time.perf_counter()
     done = subprocess.run(
         [sys.executable, str(HERE / argv[0]), *argv[1:]],
@@ -133,9 +132,10 @@ def main() -> None:
     for label, batch in runs:
         (out / label).mkdir(parents=True, exist_ok=True)
         for name in batch:
-            print(f"{label} {name}: {_stamp()}", flush=True)
-            found = run_one(name, cmds[name], out / label / f"{name}.txt")
-            verdicts[name].append(f"  [{label}, {_stamp()}]")
+            started = _stamp()
+            print(f"{label} {name}: {started}", flush=True)
+            found = run_one(cmds[name], out / label / f"{name}.txt", started)
+            verdicts[name].append(f"  [{label}, started {started}]")
             verdicts[name].extend("    " + line.strip() for line in found)
     summary = [f"issue 28 benchmarks, {args.rounds} rounds; {sys.executable}; ended {_stamp()}"]
     for name, lines in verdicts.items():
