@@ -144,13 +144,13 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = cache
         _report(
-            f"bytecode cached (as an installed package), {args.rounds} rounds",
+            f"bytecode cached (as an installed package; the targets are read here), {args.rounds} rounds",
             _measure(env, args.rounds),
         )
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         _report(
-            f"as inherited (PYTHONDONTWRITEBYTECODE set: every process compiles fedeval), "
-            f"{args.rounds} rounds",
+            f"as inherited (PYTHONDONTWRITEBYTECODE set: every process compiles fedeval; "
+            f"for comparison, not a target), {args.rounds} rounds",
             _measure(dict(os.environ), args.rounds),
         )
     print(f"load average {os.getloadavg()}")
