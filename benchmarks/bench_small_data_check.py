@@ -164,7 +164,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100])
-    ap.add_argument("--study", action="store_true", help="also run part 2 (a few minutes)")
+    ap.add_argument("--study", action="store_true", help="also run part 2 (about half a minute)")
     ap.add_argument("--releases", type=int, default=60)
     args = ap.parse_args()
     print(f"load average {os.getloadavg()}")
